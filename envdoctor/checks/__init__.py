@@ -1,0 +1,45 @@
+"""The check registry: one small pure function per check, registered with `@check`.
+
+A check takes the facts of a report and yields findings; it prints nothing, starts no process and
+reads no environment. Third-party checks arrive through the `envdoctor.checks` entry-point group:
+loading the entry point imports a module whose functions use `@check`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable, List, Mapping, Tuple
+
+from envdoctor.model import Finding
+
+CheckFunction = Callable[[Mapping[str, Any]], Iterable[Finding]]
+ENTRY_POINT_GROUP = "envdoctor.checks"
+
+
+@dataclass(frozen=True)
+class Check:
+    """A registered check: its stable id, a one-line summary, and the fact sections it reads."""
+
+    id: str
+    summary: str
+    requires: Tuple[str, ...]
+    function: CheckFunction
+
+    @property
+    def domain(self) -> str:
+        return self.id.split(".", 1)[0]
+
+
+CHECKS: List[Check] = []
+
+
+def check(id: str, summary: str, requires: Iterable[str] = ()) -> Callable[[CheckFunction], CheckFunction]:
+    """Register the decorated function as the check `id`; `requires` names the facts it needs."""
+
+    def register(function: CheckFunction) -> CheckFunction:
+        if any(existing.id == id for existing in CHECKS):
+            raise ValueError(f"check id {id!r} is registered twice")
+        CHECKS.append(Check(id, summary, tuple(requires), function))
+        return function
+
+    return register

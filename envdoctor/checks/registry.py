@@ -1,0 +1,45 @@
+"""Loading every check: the built-in modules, then third-party entry points."""
+
+from __future__ import annotations
+
+import importlib
+from importlib import metadata
+from typing import List
+
+from envdoctor.checks import CHECKS, ENTRY_POINT_GROUP, Check
+
+BUILTIN_MODULES = (
+    "envdoctor.checks.wsl",
+    "envdoctor.checks.cpu",
+    "envdoctor.checks.threads",
+    "envdoctor.checks.memory",
+)
+
+
+def plugin_entry_points() -> list:
+    entry_points = metadata.entry_points()
+    if hasattr(entry_points, "select"):
+        return list(entry_points.select(group=ENTRY_POINT_GROUP))
+    return list(entry_points.get(ENTRY_POINT_GROUP, ()))  # Python 3.9
+
+
+def load_checks() -> tuple:
+    """All checks, and for each plugin that failed to load, its name and the error."""
+    for module in BUILTIN_MODULES:
+        importlib.import_module(module)
+    failures = []
+    for entry_point in plugin_entry_points():
+        try:
+            entry_point.load()
+        except Exception as error:  # a broken plugin must not break the doctor
+            failures.append((entry_point.name, f"{type(error).__name__}: {error}"))
+    return list(CHECKS), failures
+
+
+def select(checks: List[Check], only=(), skip=()) -> List[Check]:
+    """Checks whose id or domain is in `only` (when given) and not in `skip`."""
+
+    def named(check: Check, names) -> bool:
+        return check.id in names or check.domain in names
+
+    return [c for c in checks if (not only or named(c, only)) and not named(c, skip)]

@@ -1,0 +1,59 @@
+"""Running checks in isolation: a check that raises becomes a visible finding, never a broken report."""
+
+from __future__ import annotations
+
+import time
+import traceback
+from typing import Any, Iterable, List, Mapping, Tuple
+
+from envdoctor.checks import Check
+from envdoctor.model import CheckRun, CheckStatus, Finding, Remedy, Severity
+
+
+def missing_facts(check: Check, facts: Mapping[str, Any]) -> str:
+    """Why the check cannot be judged from these facts, or "" when it can."""
+    for section in check.requires:
+        value = facts.get(section)
+        if value is None:
+            return f"no {section} facts were recorded"
+        if isinstance(value, Mapping) and "error" in value:
+            return f"{section} facts could not be gathered: {value['error']}"
+    return ""
+
+
+def crash_finding(check: Check, error: BaseException) -> Finding:
+    return Finding(
+        id="doctor.check-crashed",
+        severity=Severity.WARNING,
+        title=f"The check {check.id} crashed; its verdict is missing from this report",
+        explanation=f"{type(error).__name__}: {error}",
+        evidence={"check": check.id, "traceback": traceback.format_exc()},
+        remedies=(Remedy("Please report this to envdoctor's issue tracker with the JSON report attached."),),
+    )
+
+
+def run_one(check: Check, facts: Mapping[str, Any]) -> Tuple[List[Finding], CheckRun]:
+    started = time.perf_counter()
+    reason = missing_facts(check, facts)
+    if reason:
+        return [], CheckRun(check.id, CheckStatus.SKIPPED, 0.0, reason)
+    try:
+        findings = list(check.function(facts))
+        status = CheckStatus.FOUND if findings else CheckStatus.PASSED
+        reason = ""
+    except Exception as error:
+        findings = [crash_finding(check, error)]
+        status, reason = CheckStatus.CRASHED, f"{type(error).__name__}: {error}"
+    return findings, CheckRun(check.id, status, (time.perf_counter() - started) * 1000, reason)
+
+
+def run_checks(checks: Iterable[Check], facts: Mapping[str, Any]) -> Tuple[List[Finding], List[CheckRun]]:
+    """Every check's findings (most severe first) and the record of each check's run."""
+    findings: List[Finding] = []
+    runs: List[CheckRun] = []
+    for check in checks:
+        found, run = run_one(check, facts)
+        findings.extend(found)
+        runs.append(run)
+    findings.sort(key=lambda f: -f.severity.rank)
+    return findings, runs

@@ -1,0 +1,121 @@
+"""WSL checks: WSL1 cannot run CUDA; WSL2 runs it through the Windows driver only.
+
+Markers and rules: knowledge notes §5 (microsoft/WSL#423, #4555, #8447, #8587; NVIDIA CUDA on WSL
+user guide). Custom WSL2 kernels can carry any release string (sindresorhus/is-wsl#13), so the kind is
+judged from every marker together.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable, Mapping, Optional
+
+from envdoctor.checks import check
+from envdoctor.model import Finding, Remedy, Severity
+
+WSL_GUIDE = "https://docs.nvidia.com/cuda/wsl-user-guide/index.html"
+WSL2_ONLY_MARKERS = ("WSL_INTEROP", "/dev/dxg", "/usr/lib/wsl/lib", "/run/WSL")
+
+
+def wsl_kind(system: Mapping[str, Any]) -> Optional[str]:
+    """"wsl1", "wsl2" or None, from the kernel release, /proc/version and the other markers."""
+    release = system.get("kernel_release", "")
+    proc_version = system.get("proc_version", "")
+    markers = system.get("wsl_markers", {})
+    if "microsoft-standard" in release.lower() or "WSL2" in release:
+        return "wsl2"
+    if "Microsoft" in release:
+        return "wsl1"
+    if any(markers.get(m) for m in WSL2_ONLY_MARKERS):
+        return "wsl2"
+    if "Microsoft" in proc_version:
+        return "wsl1"
+    # WSL1 always runs Microsoft's own kernel, so any marker beside a foreign release means WSL2.
+    return "wsl2" if any(markers.values()) else None
+
+
+def is_custom_wsl2_kernel(system: Mapping[str, Any]) -> bool:
+    return "microsoft" not in system.get("kernel_release", "").lower()
+
+
+def seen_markers(system: Mapping[str, Any]) -> list:
+    return sorted(name for name, present in system.get("wsl_markers", {}).items() if present)
+
+
+def wsl1_finding(system: Mapping[str, Any]) -> Finding:
+    return Finding(
+        id="wsl.kernel",
+        severity=Severity.ERROR,
+        title="WSL1 cannot run CUDA: PyTorch will only ever see the CPU",
+        explanation=(
+            "WSL1 translates Linux system calls and has no GPU paravirtualization; CUDA needs WSL2. "
+            "Native libraries that probe the kernel also misbehave under WSL1's 4.4 compatibility kernel."
+        ),
+        evidence={"kernel_release": system.get("kernel_release"), "markers": seen_markers(system)},
+        remedies=(
+            Remedy("In Windows PowerShell, convert this distribution to WSL2:", "wsl --set-version <distro> 2"),
+            Remedy("Then install only the Windows NVIDIA driver; nothing driver-related inside Linux."),
+        ),
+        references=("https://learn.microsoft.com/windows/wsl/install", WSL_GUIDE),
+    )
+
+
+def wsl2_finding(system: Mapping[str, Any]) -> Finding:
+    markers = system.get("wsl_markers", {})
+    custom = is_custom_wsl2_kernel(system)
+    no_gpu_device = not markers.get("/dev/dxg")
+    advice = (
+        "CUDA under WSL2 goes through the Windows driver, which projects libcuda.so.1 and nvidia-smi into "
+        "/usr/lib/wsl/lib. Never install a Linux NVIDIA driver (or the `cuda`/`cuda-drivers` packages) "
+        "inside WSL2. Pinned host memory is limited: CUDA out-of-memory with pin_memory=True at about half "
+        "of the GPU's memory is fixed by pin_memory=False."
+    )
+    if custom:
+        advice += " This is a custom kernel: it needs the dxgkrnl driver for the GPU to appear as /dev/dxg."
+    if no_gpu_device:
+        advice += " /dev/dxg is missing, so no GPU is visible to CUDA in this distribution."
+    return Finding(
+        id="wsl.kernel",
+        severity=Severity.WARNING if no_gpu_device else Severity.INFO,
+        title=f"Running under WSL2{' (custom kernel)' if custom else ''}: CUDA works through the Windows driver only",
+        explanation=advice,
+        evidence={"kernel_release": system.get("kernel_release"), "markers": seen_markers(system)},
+        remedies=(
+            Remedy("Keep the Windows NVIDIA driver current; check it from Windows with nvidia-smi.exe."),
+            Remedy("If CUDA runs out of memory with pinned buffers, disable pinning:", "DataLoader(..., pin_memory=False)"),
+        ),
+        references=(WSL_GUIDE, "https://github.com/microsoft/WSL/issues/8447"),
+    )
+
+
+@check("wsl.kernel", "WSL1 vs WSL2 and what each means for CUDA", requires=("system",))
+def wsl_kernel(facts: Mapping[str, Any]) -> Iterable[Finding]:
+    system = facts["system"]
+    kind = wsl_kind(system)
+    if kind == "wsl1":
+        yield wsl1_finding(system)
+    elif kind == "wsl2":
+        yield wsl2_finding(system)
+
+
+@check("wsl.linux-driver-inside", "A Linux NVIDIA driver installed inside WSL2", requires=("system",))
+def linux_driver_inside(facts: Mapping[str, Any]) -> Iterable[Finding]:
+    system = facts["system"]
+    libraries = system.get("libcuda_outside_wsl", [])
+    if wsl_kind(system) != "wsl2" or not libraries:
+        return
+    yield Finding(
+        id="wsl.linux-driver-inside",
+        severity=Severity.ERROR,
+        title="A Linux NVIDIA driver is installed inside WSL2 and shadows the Windows driver's libcuda",
+        explanation=(
+            "Under WSL2 the only working libcuda is the one the Windows driver projects into /usr/lib/wsl/lib. "
+            "A Linux driver's libcuda is found first and fails or crashes at CUDA initialisation."
+        ),
+        evidence={"libcuda_outside_wsl": libraries},
+        remedies=(
+            Remedy("Find the package that installed it:", f"dpkg -S {libraries[0]}"),
+            Remedy("Remove that package (for example the Linux driver):", "sudo apt-get purge 'nvidia-driver-*' 'libnvidia-compute-*'"),
+            Remedy("Refresh the linker cache:", "sudo ldconfig"),
+        ),
+        references=(WSL_GUIDE,),
+    )

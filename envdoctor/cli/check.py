@@ -1,0 +1,86 @@
+"""`envdoctor check` and `envdoctor checks`: diagnose this environment, and list what is checked."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Iterable, Tuple
+
+import click
+
+from envdoctor import engine
+from envdoctor.checks.registry import load_checks
+from envdoctor.cli import EXIT_FINDINGS, EXIT_OK, cli
+from envdoctor.cli.options import STDOUT, output_options, resolve_python, use_color, write_output
+from envdoctor.errors import UsageError
+from envdoctor.model import Report, Severity
+from envdoctor.render import json as json_renderer
+from envdoctor.render import markdown, terminal
+from envdoctor.store import save_report
+
+DEFAULT_REPORT_DIR = Path("reports")
+
+
+def split_ids(values: Iterable[str]) -> Tuple[str, ...]:
+    """`--skip a,b --skip c` → ("a", "b", "c")."""
+    return tuple(part.strip() for value in values for part in value.split(",") if part.strip())
+
+
+def validate_ids(ids: Tuple[str, ...], option: str) -> None:
+    checks, _ = load_checks()
+    known = {c.id for c in checks} | {c.domain for c in checks}
+    unknown = [i for i in ids if i not in known]
+    if unknown:
+        raise UsageError(f"{option}: unknown check id or domain {', '.join(unknown)} (see `envdoctor checks`)")
+
+
+def emit(report: Report, json_out, markdown_out, verbose: bool) -> None:
+    """Write the requested formats; the terminal view goes to stdout unless stdout carries a format."""
+    if json_out:
+        write_output(json_renderer.render(report), json_out)
+    if markdown_out:
+        write_output(markdown.render(report), markdown_out)
+    if STDOUT not in (json_out, markdown_out):
+        click.echo(terminal.render(report, verbose=verbose, color=use_color()), nl=False)
+
+
+@cli.command()
+@click.option("--python", "python", metavar="PATH", help="Interpreter (or venv folder) to diagnose [default: this one].")
+@output_options
+@click.option("--report-dir", type=click.Path(file_okay=False, path_type=Path), help="Where to save the JSON report [default: ./reports].")
+@click.option("--no-save", is_flag=True, help="Do not save the JSON report.")
+@click.option("--fail-on", type=click.Choice(["info", "warning", "error"]), default="error", show_default=True, help="Exit 1 on findings at or above this severity.")
+@click.option("--only", multiple=True, metavar="ID", help="Run only these checks or domains (repeatable, comma-separated).")
+@click.option("--skip", multiple=True, metavar="ID", help="Skip these checks or domains (repeatable, comma-separated).")
+@click.option("--from", "from_report", metavar="REPORT.json", help="Judge the facts recorded in a report instead of this machine.")
+@click.option("--no-redact", is_flag=True, help="Keep home-directory paths (secrets are always redacted).")
+@click.option("-v", "--verbose", is_flag=True, help="Show passing checks, evidence and timings.")
+def check(python, json_out, markdown_out, report_dir, no_save, fail_on, only, skip, from_report, no_redact, verbose) -> int:
+    """Diagnose the environment and print what will crash, why, and how to fix it."""
+    if report_dir and no_save:
+        raise UsageError("--report-dir and --no-save exclude each other")
+    selection = engine.Selection(only=split_ids(only), skip=split_ids(skip))
+    validate_ids(selection.only, "--only")
+    validate_ids(selection.skip, "--skip")
+    if from_report:
+        report = engine.rejudge(engine.read_report(Path(from_report)), selection)
+    else:
+        report = engine.diagnose(resolve_python(python), selection, redact_paths=not no_redact)
+    emit(report, json_out, markdown_out, verbose)
+    if not no_save and (report_dir or not from_report):
+        path = save_report(report, report_dir or DEFAULT_REPORT_DIR)
+        click.echo(f"Report saved: {path}  (attach it to your bug ticket)", err=True)
+    failing = engine.at_or_above(report.findings, Severity(fail_on))
+    return EXIT_FINDINGS if failing else EXIT_OK
+
+
+@cli.command("checks")
+def list_checks() -> int:
+    """List every check with its id and what it looks for."""
+    checks, failures = load_checks()
+    width = max(len(c.id) for c in checks)
+    for c in sorted(checks, key=lambda c: c.id):
+        click.echo(f"{c.id.ljust(width)}  {c.summary}")
+    for name, error in failures:
+        click.echo(f"(plugin {name!r} failed to load: {error})", err=True)
+    return EXIT_OK

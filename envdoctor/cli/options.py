@@ -1,0 +1,58 @@
+"""Options and output plumbing shared by the commands."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from pathlib import Path
+from typing import Optional
+
+import click
+
+from envdoctor.errors import UsageError
+
+STDOUT = "-"
+
+
+def resolve_python(value: Optional[str]) -> str:
+    """The interpreter to diagnose: a path, a name on PATH, or a virtual environment's folder."""
+    if not value:
+        return sys.executable
+    path = Path(value).expanduser()
+    if path.is_dir():
+        for candidate in (path / "bin" / "python", path / "Scripts" / "python.exe"):
+            if candidate.is_file():
+                return str(candidate)
+        raise UsageError(f"--python {value}: a folder without bin/python; give the interpreter's path")
+    if os.sep not in value and not path.exists():
+        found = shutil.which(value)
+        if found:
+            return found
+    if not path.is_file():
+        raise UsageError(f"--python {value}: no such interpreter")
+    if not os.access(path, os.X_OK):
+        raise UsageError(f"--python {value}: not executable")
+    return str(path.absolute())
+
+
+def write_output(text: str, target: str) -> None:
+    """Write `text` to the file `target`, or to stdout when it is "-"."""
+    if target == STDOUT:
+        click.echo(text, nl=False)
+        return
+    try:
+        Path(target).write_text(text, encoding="utf-8")
+    except OSError as error:
+        raise UsageError(f"cannot write {target}: {error.strerror or error}") from None
+
+
+def use_color() -> bool:
+    return sys.stdout.isatty() and not os.environ.get("NO_COLOR")
+
+
+def output_options(function):
+    """--json PATH|- and --markdown PATH|-, for every command that produces a report."""
+    function = click.option("--markdown", "markdown_out", metavar="PATH|-", help="Write Markdown for a GitHub issue.")(function)
+    function = click.option("--json", "json_out", metavar="PATH|-", help="Write the JSON report.")(function)
+    return function

@@ -1,0 +1,80 @@
+"""CPU facts: model, cores, the CPUs this process may really use, and instruction-set flags.
+
+On Linux the flags come straight from /proc/cpuinfo (what py-cpuinfo reads there too), which keeps
+`check` fast and lets ENVDOCTOR_ROOT present another CPU; elsewhere py-cpuinfo does the probing.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from typing import Optional
+
+import psutil
+
+from envdoctor import host
+
+
+def parse_cpuinfo(text: str) -> dict:
+    """Model name, logical processor count and flags of the first processor in /proc/cpuinfo."""
+    model, flags, processors = None, [], 0
+    for line in text.splitlines():
+        key, _, value = line.partition(":")
+        key = key.strip()
+        if key == "processor":
+            processors += 1
+        elif key in ("model name", "Model", "cpu model") and model is None:
+            model = value.strip()
+        elif key in ("flags", "Features") and not flags:
+            flags = value.split()
+    return {"model": model, "logical": processors or None, "flags": sorted(set(flags))}
+
+
+def cgroup_cpu_limit() -> Optional[float]:
+    """CPUs granted by a cgroup CPU quota (v2 cpu.max, else v1 cfs quota), None when unlimited."""
+    quota_period = (host.read_text("/sys/fs/cgroup/cpu.max") or "").split()
+    if len(quota_period) == 2 and quota_period[0] != "max":
+        return int(quota_period[0]) / int(quota_period[1])
+    quota = (host.read_text("/sys/fs/cgroup/cpu/cpu.cfs_quota_us") or "").strip()
+    period = (host.read_text("/sys/fs/cgroup/cpu/cpu.cfs_period_us") or "").strip()
+    if quota.lstrip("-").isdigit() and period.isdigit() and int(quota) > 0:
+        return int(quota) / int(period)
+    return None
+
+
+def affinity_count() -> Optional[int]:
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return None
+
+
+def usable_cpus(logical: Optional[int], affinity: Optional[int], quota: Optional[float]) -> Optional[int]:
+    """What a thread pool can really keep busy: the tightest of cores, affinity and quota."""
+    limits = [n for n in (logical, affinity, math.ceil(quota) if quota else None) if n]
+    return min(limits) if limits else None
+
+
+def py_cpuinfo_facts() -> dict:
+    import cpuinfo  # slow (it probes CPUID in a child), so only where /proc/cpuinfo is missing
+
+    info = cpuinfo.get_cpu_info()
+    return {"model": info.get("brand_raw"), "logical": info.get("count"), "flags": sorted(info.get("flags", []))}
+
+
+def collect(ctx) -> dict:
+    text = host.read_text("/proc/cpuinfo")
+    facts = parse_cpuinfo(text) if text else py_cpuinfo_facts()
+    logical = facts["logical"] or os.cpu_count()
+    affinity = None if host.is_rerooted() else affinity_count()
+    quota = cgroup_cpu_limit()
+    return {
+        "model": facts["model"],
+        "arch": os.uname().machine if hasattr(os, "uname") else None,
+        "logical_cores": logical,
+        "physical_cores": None if host.is_rerooted() else psutil.cpu_count(logical=False),
+        "affinity_cpus": affinity,
+        "cgroup_cpu_quota": quota,
+        "usable_cpus": usable_cpus(logical, affinity, quota),
+        "flags": facts["flags"],
+    }

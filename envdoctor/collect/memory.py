@@ -1,0 +1,46 @@
+"""Memory facts: RAM, swap and the size of /dev/shm (where DataLoader workers pass tensors)."""
+
+from __future__ import annotations
+
+import os
+from typing import Optional
+
+import psutil
+
+from envdoctor import host
+
+
+def meminfo_bytes(text: Optional[str]) -> dict:
+    """/proc/meminfo values in bytes, by field name."""
+    values = {}
+    for line in (text or "").splitlines():
+        name, _, rest = line.partition(":")
+        parts = rest.split()
+        if parts and parts[0].isdigit():
+            factor = 1024 if len(parts) > 1 and parts[1] == "kB" else 1
+            values[name.strip()] = int(parts[0]) * factor
+    return values
+
+
+def shm_bytes() -> Optional[int]:
+    try:
+        stat = os.statvfs(host.path("/dev/shm"))
+    except OSError:
+        return None
+    return stat.f_frsize * stat.f_blocks
+
+
+def collect(ctx) -> dict:
+    meminfo = meminfo_bytes(host.read_text("/proc/meminfo"))
+    if "MemTotal" in meminfo:
+        ram_total, ram_available = meminfo["MemTotal"], meminfo.get("MemAvailable")
+        swap_total = meminfo.get("SwapTotal", 0)
+    else:
+        virtual, swap = psutil.virtual_memory(), psutil.swap_memory()
+        ram_total, ram_available, swap_total = virtual.total, virtual.available, swap.total
+    return {
+        "ram_total_bytes": ram_total,
+        "ram_available_bytes": ram_available,
+        "swap_total_bytes": swap_total,
+        "shm_total_bytes": shm_bytes(),
+    }

@@ -1,0 +1,107 @@
+"""The diagnosis pipeline: gather facts once, judge them with every selected check, make a report.
+
+Nothing here prints; the CLI decides what is shown and how the run exits.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from dataclasses import dataclass, replace
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Iterable, List, Mapping, Optional, Tuple
+
+from envdoctor import __version__, redact
+from envdoctor.checks.registry import load_checks, select
+from envdoctor.checks.runner import run_checks
+from envdoctor.collect import CollectContext, gather
+from envdoctor.errors import ReportReadError
+from envdoctor.model import SCHEMA_VERSION, CheckRun, Finding, Remedy, Report, Severity
+
+
+@dataclass(frozen=True)
+class Selection:
+    """Which checks to run: ids or whole domains (`--only threads`, `--skip wsl.kernel`)."""
+
+    only: Tuple[str, ...] = ()
+    skip: Tuple[str, ...] = ()
+
+
+def plugin_failure(name: str, error: str) -> Finding:
+    return Finding(
+        id="doctor.plugin-failed",
+        severity=Severity.WARNING,
+        title=f"The check plugin {name!r} could not be loaded; its checks did not run",
+        explanation=error,
+        remedies=(Remedy("Reinstall or update the plugin that provides this entry point, or uninstall it."),),
+    )
+
+
+def judge(facts: Mapping, probe: Optional[Mapping], selection: Selection) -> Tuple[List[Finding], List[CheckRun], float]:
+    """Findings and check records for `facts` (the probe's result is judged as the `probe` facts),
+    and how long judging took in milliseconds."""
+    started = time.perf_counter()
+    checks, failures = load_checks()
+    findings, runs = run_checks(select(checks, selection.only, selection.skip), {**facts, "probe": probe})
+    findings = sorted([plugin_failure(n, e) for n, e in failures] + findings, key=lambda f: -f.severity.rank)
+    return findings, runs, (time.perf_counter() - started) * 1000
+
+
+def now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def make_safe(report: Report, environ: Mapping[str, str], redact_paths: bool) -> Report:
+    """The report with secret values removed and, unless opted out, the home directory as `~`."""
+    home = redact.home_directory() if redact_paths else ""
+    return Report.from_json(redact.scrub(report.to_json(), redact.secret_values(environ), home))
+
+
+def diagnose(python: str, selection: Selection, environ: Optional[Mapping[str, str]] = None, redact_paths: bool = True) -> Report:
+    """Collect this machine's facts for the interpreter `python` and judge them."""
+    environ = dict(os.environ if environ is None else environ)
+    facts, timings = gather(CollectContext(python=python, environ=environ))
+    findings, runs, judge_ms = judge(facts, None, selection)
+    report = Report(
+        tool_version=__version__,
+        created=now(),
+        target_python=python,
+        facts=facts,
+        findings=tuple(findings),
+        checks=tuple(runs),
+        timings_ms={**timings, "judge": judge_ms},
+    )
+    return make_safe(report, environ, redact_paths)
+
+
+def read_report(path: Path) -> Report:
+    """A recorded report, refused with a clear reason when unreadable or of another schema major."""
+    from envdoctor.schema import validate  # jsonschema is only needed when reading reports
+
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except OSError as error:
+        raise ReportReadError(f"cannot read {path}: {error.strerror or error}") from None
+    except ValueError as error:
+        raise ReportReadError(f"{path} is not JSON: {error}") from None
+    validate(data, source=str(path))
+    return Report.from_json(data)
+
+
+def rejudge(report: Report, selection: Selection) -> Report:
+    """A recorded report judged again by the current checks; its facts and probe are kept as recorded."""
+    findings, runs, judge_ms = judge(report.facts, report.probe, selection)
+    return replace(
+        report,
+        tool_version=__version__,
+        findings=tuple(findings),
+        checks=tuple(runs),
+        timings_ms={**report.timings_ms, "judge": judge_ms},
+        schema_version=SCHEMA_VERSION,
+    )
+
+
+def at_or_above(findings: Iterable[Finding], threshold: Severity) -> List[Finding]:
+    return [f for f in findings if f.severity >= threshold]

@@ -1,0 +1,179 @@
+"""The report model: what a run of the doctor found, as frozen, JSON-able dataclasses.
+
+Everything a renderer shows and everything `--from` re-judges lives here, so the JSON form is the
+contract with bug tickets: it is versioned (`SCHEMA_VERSION`) and validated against the schema that
+ships in `envdoctor/schema/`.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Optional, Tuple
+
+SCHEMA_VERSION = "1.0"
+
+
+class Severity(enum.Enum):
+    """How bad a finding is; the order is the order of the members."""
+
+    OK = "ok"
+    INFO = "info"
+    WARNING = "warning"
+    ERROR = "error"
+
+    @property
+    def rank(self) -> int:
+        return list(Severity).index(self)
+
+    def __ge__(self, other: "Severity") -> bool:
+        return self.rank >= other.rank
+
+    def __gt__(self, other: "Severity") -> bool:
+        return self.rank > other.rank
+
+    def __le__(self, other: "Severity") -> bool:
+        return self.rank <= other.rank
+
+    def __lt__(self, other: "Severity") -> bool:
+        return self.rank < other.rank
+
+
+class CheckStatus(enum.Enum):
+    """How a check's run ended: a crashed or skipped check is a visible state, never a lost report."""
+
+    PASSED = "passed"
+    FOUND = "found"
+    SKIPPED = "skipped"
+    CRASHED = "crashed"
+
+
+@dataclass(frozen=True)
+class Remedy:
+    """One concrete step: a sentence, and where there is one, the exact command or setting."""
+
+    summary: str
+    command: Optional[str] = None
+
+    def to_json(self) -> dict:
+        return {"summary": self.summary, "command": self.command}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> "Remedy":
+        return cls(summary=data["summary"], command=data.get("command"))
+
+
+@dataclass(frozen=True)
+class Finding:
+    """A verdict about the environment, with the facts it rests on and what to do about it."""
+
+    id: str
+    severity: Severity
+    title: str
+    explanation: str = ""
+    evidence: Mapping[str, Any] = field(default_factory=dict)
+    remedies: Tuple[Remedy, ...] = ()
+    references: Tuple[str, ...] = ()
+
+    @property
+    def domain(self) -> str:
+        return self.id.split(".", 1)[0]
+
+    def to_json(self) -> dict:
+        return {
+            "id": self.id,
+            "severity": self.severity.value,
+            "title": self.title,
+            "explanation": self.explanation,
+            "evidence": dict(self.evidence),
+            "remedies": [r.to_json() for r in self.remedies],
+            "references": list(self.references),
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> "Finding":
+        return cls(
+            id=data["id"],
+            severity=Severity(data["severity"]),
+            title=data["title"],
+            explanation=data.get("explanation", ""),
+            evidence=dict(data.get("evidence", {})),
+            remedies=tuple(Remedy.from_json(r) for r in data.get("remedies", ())),
+            references=tuple(data.get("references", ())),
+        )
+
+
+@dataclass(frozen=True)
+class CheckRun:
+    """The record of one check's run, so a report shows what was judged and what could not be."""
+
+    id: str
+    status: CheckStatus
+    duration_ms: float
+    reason: str = ""
+
+    def to_json(self) -> dict:
+        return {
+            "id": self.id,
+            "status": self.status.value,
+            "duration_ms": round(self.duration_ms, 3),
+            "reason": self.reason,
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> "CheckRun":
+        return cls(
+            id=data["id"],
+            status=CheckStatus(data["status"]),
+            duration_ms=float(data["duration_ms"]),
+            reason=data.get("reason", ""),
+        )
+
+
+@dataclass(frozen=True)
+class Report:
+    """One diagnosis: the facts gathered, the findings judged from them, and how long each part took.
+
+    `probe` is the crash-isolated probe ladder's result, kept as plain JSON-able data (None when the
+    ladder was not run).
+    """
+
+    tool_version: str
+    created: str
+    target_python: str
+    facts: Mapping[str, Any]
+    findings: Tuple[Finding, ...] = ()
+    checks: Tuple[CheckRun, ...] = ()
+    probe: Optional[Mapping[str, Any]] = None
+    timings_ms: Mapping[str, float] = field(default_factory=dict)
+    schema_version: str = SCHEMA_VERSION
+
+    def worst(self) -> Severity:
+        return max((f.severity for f in self.findings), default=Severity.OK, key=lambda s: s.rank)
+
+    def to_json(self) -> dict:
+        return {
+            "schema_version": self.schema_version,
+            "tool": {"name": "envdoctor", "version": self.tool_version},
+            "created": self.created,
+            "target_python": self.target_python,
+            "facts": dict(self.facts),
+            "findings": [f.to_json() for f in self.findings],
+            "checks": [c.to_json() for c in self.checks],
+            "probe": None if self.probe is None else dict(self.probe),
+            "timings_ms": {k: round(v, 3) for k, v in self.timings_ms.items()},
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> "Report":
+        return cls(
+            schema_version=data["schema_version"],
+            tool_version=data["tool"]["version"],
+            created=data["created"],
+            target_python=data["target_python"],
+            facts=data["facts"],
+            findings=tuple(Finding.from_json(f) for f in data.get("findings", ())),
+            checks=tuple(CheckRun.from_json(c) for c in data.get("checks", ())),
+            probe=data.get("probe"),
+            timings_ms=dict(data.get("timings_ms", {})),
+        )

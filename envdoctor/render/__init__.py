@@ -1,0 +1,83 @@
+"""Renderers turn a report into text: terminal (rich), Markdown for a GitHub issue, JSON.
+
+Each format is one module with `render(report, ...) -> str`. Renderers decide nothing: severities,
+findings and exit codes come from the report and the CLI. What they share lives here.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import List, Mapping, Tuple
+
+from envdoctor.model import Report, Severity
+
+DOMAIN_TITLES = {
+    "wsl": "WSL",
+    "cpu": "CPU",
+    "threads": "Threads",
+    "memory": "Memory",
+    "wheels": "NVIDIA wheels",
+    "cuda": "CUDA",
+    "gpu": "GPU",
+    "numpy": "NumPy",
+    "sb3": "SB3 model",
+    "probe": "Probe",
+    "doctor": "envdoctor",
+}
+
+
+def domain_title(domain: str) -> str:
+    return DOMAIN_TITLES.get(domain, domain)
+
+
+def summary_line(report: Report) -> str:
+    """e.g. "1 error, 2 warnings, 1 info · 12 checks" — what a reader needs before anything else."""
+    counts = Counter(f.severity for f in report.findings)
+    parts = []
+    for severity, word in ((Severity.ERROR, "error"), (Severity.WARNING, "warning"), (Severity.INFO, "info")):
+        n = counts.get(severity, 0)
+        if n:
+            parts.append(f"{n} {word}{'s' if n > 1 and severity is not Severity.INFO else ''}")
+    found = ", ".join(parts) if parts else "no problems found"
+    return f"{found} · {len(report.checks)} checks"
+
+
+def size(n_bytes) -> str:
+    return "?" if n_bytes is None else f"{n_bytes / 2 ** 30:.1f} GiB"
+
+
+def headline(report: Report) -> List[Tuple[str, str]]:
+    """The few facts a maintainer reads first: system, CPU, memory, Python, torch."""
+    facts: Mapping = report.facts
+    system, cpu, memory = facts.get("system", {}), facts.get("cpu", {}), facts.get("memory", {})
+    python = facts.get("target", {}).get("python", {})
+    torch = (facts.get("target", {}).get("torch_build") or {}).get("version")
+    distro = system.get("distro", {}).get("PRETTY_NAME") or system.get("os", "?")
+    rows = [
+        ("System", f"{distro}, kernel {system.get('kernel_release') or '?'}, glibc {system.get('glibc') or '?'}"),
+        ("CPU", f"{cpu.get('model') or '?'} ({cpu.get('usable_cpus') or '?'} usable of {cpu.get('logical_cores') or '?'} logical)"),
+        ("Memory", f"RAM {size(memory.get('ram_total_bytes'))}, swap {size(memory.get('swap_total_bytes'))}, /dev/shm {size(memory.get('shm_total_bytes'))}"),
+        ("Python", f"{python.get('version', '?')} {python.get('executable', report.target_python)}"),
+        ("torch", torch or "not installed"),
+    ]
+    return rows
+
+
+def grouped(report: Report) -> List[Tuple[str, list, list]]:
+    """(domain, its findings, its check records) in the order the checks ran, then finding-only domains."""
+    order: List[str] = []
+    for run in report.checks:
+        domain = run.id.split(".", 1)[0]
+        if domain not in order:
+            order.append(domain)
+    for finding in report.findings:
+        if finding.domain not in order:
+            order.append(finding.domain)
+    return [
+        (
+            domain,
+            [f for f in report.findings if f.domain == domain],
+            [c for c in report.checks if c.id.split(".", 1)[0] == domain],
+        )
+        for domain in order
+    ]

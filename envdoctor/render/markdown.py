@@ -1,0 +1,56 @@
+"""Markdown to paste into a GitHub issue: a summary table, each finding with its remedy, facts folded."""
+
+from __future__ import annotations
+
+import json
+
+from envdoctor.model import Finding, Report, Severity
+from envdoctor.render import headline, summary_line
+
+BADGES = {
+    Severity.OK: "✅ ok",
+    Severity.INFO: "ℹ️ info",
+    Severity.WARNING: "⚠️ warning",
+    Severity.ERROR: "❌ error",
+}
+
+
+def cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def finding_section(finding: Finding) -> str:
+    lines = [f"### {BADGES[finding.severity]} `{finding.id}`: {finding.title}", ""]
+    if finding.explanation:
+        lines += [finding.explanation, ""]
+    for remedy in finding.remedies:
+        lines.append(f"- {remedy.summary}")
+        if remedy.command:
+            lines += ["  ```sh", f"  {remedy.command}", "  ```"]
+    if finding.references:
+        lines += ["", "References: " + ", ".join(f"<{r}>" for r in finding.references)]
+    return "\n".join(lines) + "\n"
+
+
+def folded(summary: str, body: str, language: str = "json") -> str:
+    return f"<details><summary>{summary}</summary>\n\n```{language}\n{body}\n```\n\n</details>\n"
+
+
+def render(report: Report) -> str:
+    parts = [
+        "## envdoctor report",
+        "",
+        f"**{summary_line(report)}** · envdoctor {report.tool_version} · {report.created}",
+        "",
+        "| | |",
+        "|---|---|",
+        *(f"| {label} | {cell(value)} |" for label, value in headline(report)),
+        "",
+    ]
+    if report.findings:
+        parts += ["| Severity | Check | Finding |", "|---|---|---|"]
+        parts += [f"| {BADGES[f.severity]} | `{f.id}` | {cell(f.title)} |" for f in report.findings]
+        parts.append("")
+        parts += [finding_section(f) for f in report.findings]
+    parts.append(folded("Facts", json.dumps(report.facts, indent=2, default=str)))
+    return "\n".join(parts)

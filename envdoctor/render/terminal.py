@@ -1,0 +1,93 @@
+"""The terminal view: one line per domain with a status glyph, findings under it with their remedies.
+
+Glyphs and colours live only here. Colour is used only when asked for (the CLI passes whether stdout
+is a terminal and NO_COLOR is unset).
+"""
+
+from __future__ import annotations
+
+import io
+import json
+
+from rich.console import Console
+from rich.padding import Padding
+from rich.text import Text
+
+from envdoctor.model import CheckStatus, Finding, Report, Severity
+from envdoctor.render import domain_title, grouped, headline, summary_line
+
+GLYPHS = {
+    Severity.OK: ("✓", "green"),
+    Severity.INFO: ("i", "cyan"),
+    Severity.WARNING: ("!", "yellow"),
+    Severity.ERROR: ("✗", "bold red"),
+}
+SKIPPED = ("-", "dim")
+
+
+def glyph(severity: Severity) -> Text:
+    mark, style = GLYPHS[severity]
+    return Text(mark, style=style)
+
+
+def say(console: Console, text: Text, indent: int) -> None:
+    """Print `text` with a hanging indent, wrapped at the console's width."""
+    console.print(Padding(text, (0, 0, 0, indent), expand=False))
+
+
+def domain_line(domain: str, findings: list, runs: list) -> Text:
+    if findings:
+        mark, style = GLYPHS[max((f.severity for f in findings), key=lambda s: s.rank)]
+    elif runs and all(r.status is CheckStatus.SKIPPED for r in runs):
+        mark, style = SKIPPED
+    else:
+        mark, style = GLYPHS[Severity.OK]
+    line = Text("[")
+    line.append(mark, style=style)
+    line.append("] ")
+    line.append(domain_title(domain), style="bold")
+    return line
+
+
+def finding_block(console: Console, finding: Finding, verbose: bool) -> None:
+    title = Text.assemble(glyph(finding.severity), " ", (finding.title, "bold"), (f"  ({finding.id})", "dim"))
+    say(console, title, 4)
+    if finding.explanation:
+        say(console, Text(finding.explanation), 6)
+    for remedy in finding.remedies:
+        say(console, Text.assemble(("→ ", "cyan"), remedy.summary), 6)
+        if remedy.command:
+            say(console, Text(f"$ {remedy.command}", style="bold cyan"), 8)
+    if verbose and finding.evidence:
+        evidence = json.dumps(finding.evidence, indent=2, default=str)
+        say(console, Text(f"evidence: {evidence}", style="dim"), 6)
+
+
+def quiet_checks(console: Console, runs: list) -> None:
+    """With -v: what each check that found nothing did, so "nothing found" is visibly "judged"."""
+    for run in runs:
+        if run.status is CheckStatus.PASSED:
+            say(console, Text.assemble(glyph(Severity.OK), f" {run.id}", (f"  {run.duration_ms:.2f} ms", "dim")), 4)
+        elif run.status is CheckStatus.SKIPPED:
+            say(console, Text.assemble(Text(SKIPPED[0], style=SKIPPED[1]), f" {run.id} skipped: {run.reason}"), 4)
+
+
+def render(report: Report, verbose: bool = False, color: bool = False, width: int = 100) -> str:
+    buffer = io.StringIO()
+    console = Console(file=buffer, force_terminal=color, no_color=not color, width=width, highlight=False, emoji=False)
+    console.print(Text.assemble(("envdoctor ", "bold"), f"{report.tool_version} · {report.created}"))
+    for label, value in headline(report):
+        console.print(Text.assemble(("  " + label.ljust(8), "dim"), value))
+    console.print()
+    for domain, findings, runs in grouped(report):
+        console.print(domain_line(domain, findings, runs))
+        for finding in findings:
+            finding_block(console, finding, verbose)
+        if verbose:
+            quiet_checks(console, runs)
+    console.print()
+    console.print(Text(summary_line(report), style="bold"))
+    if verbose:
+        timings = ", ".join(f"{name} {ms:.0f} ms" for name, ms in report.timings_ms.items())
+        console.print(Text(f"timings: {timings}", style="dim"))
+    return buffer.getvalue()

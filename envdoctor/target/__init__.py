@@ -1,0 +1,13 @@
+"""Scripts that run under the diagnosed interpreter.
+
+They must not import envdoctor (the target environment may not have it), may use only the standard
+library, and must stay valid Python 3.8 syntax. They print one JSON document on stdout.
+"""
+
+from pathlib import Path
+
+SCRIPTS = Path(__file__).parent
+
+
+def script_path(name: str) -> Path:
+    return SCRIPTS / f"{name}.py"

@@ -1,0 +1,100 @@
+"""Shared fixtures: the CLI run as a real child process, and real virtual environments built once per session."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import venv
+from pathlib import Path
+from typing import Dict, Iterable, Optional
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+CONSTRAINTS = REPO / "constraints" / "test.txt"
+
+
+class Run:
+    """A finished `envdoctor` invocation."""
+
+    def __init__(self, completed: subprocess.CompletedProcess):
+        self.returncode = completed.returncode
+        self.stdout = completed.stdout
+        self.stderr = completed.stderr
+
+    def json(self):
+        return json.loads(self.stdout)
+
+    def __repr__(self) -> str:
+        return f"<Run rc={self.returncode}\nstdout={self.stdout[-2000:]}\nstderr={self.stderr[-2000:]}>"
+
+
+def run_envdoctor(*args: str, env: Optional[Dict[str, str]] = None, cwd=None, unset: Iterable[str] = (), input: Optional[str] = None, timeout: float = 300) -> Run:
+    """Run `python -m envdoctor ARGS` in a child process with extra variables `env` and `unset` removed."""
+    environ = {k: v for k, v in os.environ.items() if k not in set(unset)}
+    environ.update(env or {})
+    environ.setdefault("NO_COLOR", "1")
+    completed = subprocess.run(
+        [sys.executable, "-m", "envdoctor", *args],
+        capture_output=True,
+        text=True,
+        env=environ,
+        cwd=cwd,
+        input=input,
+        timeout=timeout,
+    )
+    return Run(completed)
+
+
+@pytest.fixture
+def envdoctor(tmp_path):
+    """Run the CLI with the working directory in a temporary folder, so saved reports land there."""
+
+    def run(*args, **kwargs):
+        kwargs.setdefault("cwd", tmp_path)
+        return run_envdoctor(*args, **kwargs)
+
+    return run
+
+
+class VenvFactory:
+    """Real virtual environments with real wheels, built once per test session and shared."""
+
+    def __init__(self, base: Path):
+        self.base = base
+        self.built: Dict[str, Path] = {}
+
+    def python(self, name: str) -> Path:
+        return self.base / name / "bin" / "python"
+
+    def get(self, name: str, packages: Iterable[str] = (), interpreter: str = sys.executable, with_pip: bool = False) -> Path:
+        """The interpreter of venv `name`, created on first use with `packages` installed (torch pinned)."""
+        if name in self.built:
+            return self.built[name]
+        target = self.base / name
+        if interpreter == sys.executable:
+            venv.EnvBuilder(with_pip=with_pip).create(target)
+        else:
+            subprocess.run([interpreter, "-m", "venv", *(() if with_pip else ("--without-pip",)), str(target)], check=True)
+        if packages:
+            self.install(name, *packages)
+        self.built[name] = self.python(name)
+        return self.built[name]
+
+    def install(self, name: str, *packages: str) -> None:
+        pip(["install", "-q", "-c", str(CONSTRAINTS), *packages], self.python(name))
+
+    def uninstall(self, name: str, *packages: str) -> None:
+        pip(["uninstall", "-q", "-y", *packages], self.python(name))
+
+
+def pip(args, python: Path) -> None:
+    """This interpreter's pip acting on another environment (no pip needed inside it)."""
+    subprocess.run([sys.executable, "-m", "pip", "--python", str(python), *args], check=True, capture_output=True, text=True)
+
+
+@pytest.fixture(scope="session")
+def venvs(tmp_path_factory) -> VenvFactory:
+    return VenvFactory(tmp_path_factory.mktemp("venvs"))
