@@ -10,9 +10,10 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import threading
 import time
 from dataclasses import dataclass
-from typing import Mapping, Optional, Sequence
+from typing import Callable, List, Mapping, Optional, Sequence
 
 
 @dataclass(frozen=True)
@@ -67,6 +68,21 @@ def kill_group(process: subprocess.Popen) -> None:
         pass
 
 
+def start_child(argv: Sequence[str], env, cwd, *, stdin, stderr=subprocess.PIPE) -> subprocess.Popen:
+    """Start `argv` as the leader of a new process group, with text pipes."""
+    return subprocess.Popen(
+        list(argv),
+        stdin=stdin,
+        stdout=subprocess.PIPE,
+        stderr=stderr,
+        env=None if env is None else dict(env),
+        cwd=cwd,
+        start_new_session=True,
+        text=True,
+        errors="replace",
+    )
+
+
 def run_child(
     argv: Sequence[str],
     *,
@@ -78,17 +94,7 @@ def run_child(
     """Run `argv` in its own process group and return how it ended; never raises for the child's fate."""
     started = time.monotonic()
     try:
-        process = subprocess.Popen(
-            list(argv),
-            stdin=subprocess.PIPE if input_text is not None else subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            env=None if env is None else dict(env),
-            cwd=cwd,
-            start_new_session=True,
-            text=True,
-            errors="replace",
-        )
+        process = start_child(argv, env, cwd, stdin=subprocess.PIPE if input_text is not None else subprocess.DEVNULL)
     except OSError as error:
         return ChildResult(tuple(argv), None, "", "", 0.0, start_error=str(error))
     try:
@@ -106,3 +112,40 @@ def run_child(
         duration_s=time.monotonic() - started,
         timed_out=timed_out,
     )
+
+
+def stream_child(
+    argv: Sequence[str],
+    on_line: Callable[[str], None],
+    *,
+    timeout: float,
+    env: Optional[Mapping[str, str]] = None,
+    cwd: Optional[str] = None,
+) -> ChildResult:
+    """Run `argv` like `run_child`, handing each line of its output (stderr merged) to `on_line` as it comes.
+
+    For long installer runs the user should see progress, and the result still keeps the whole output.
+    """
+    started = time.monotonic()
+    try:
+        process = start_child(argv, env, cwd, stdin=subprocess.DEVNULL, stderr=subprocess.STDOUT)
+    except OSError as error:
+        return ChildResult(tuple(argv), None, "", "", 0.0, start_error=str(error))
+    lines: List[str] = []
+
+    def pump() -> None:
+        for line in process.stdout:
+            lines.append(line)
+            on_line(line.rstrip("\n"))
+
+    reader = threading.Thread(target=pump, daemon=True)
+    reader.start()
+    try:
+        process.wait(timeout=timeout)
+        timed_out = False
+    except subprocess.TimeoutExpired:
+        kill_group(process)
+        process.wait()
+        timed_out = True
+    reader.join()
+    return ChildResult(tuple(argv), process.returncode, "".join(lines), "", time.monotonic() - started, timed_out=timed_out)
