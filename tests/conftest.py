@@ -98,3 +98,23 @@ def pip(args, python: Path) -> None:
 @pytest.fixture(scope="session")
 def venvs(tmp_path_factory) -> VenvFactory:
     return VenvFactory(tmp_path_factory.mktemp("venvs"))
+
+
+def write_host_root(root: Path, files: Dict[str, str]) -> Path:
+    """A directory standing in for `/` under ENVDOCTOR_ROOT: each absolute path gets the given text
+    (a path ending in "/" becomes a directory)."""
+    for absolute, text in files.items():
+        target = root / absolute.lstrip("/")
+        if absolute.endswith("/"):
+            target.mkdir(parents=True, exist_ok=True)
+        else:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(text)
+    return root
+
+
+def findings_by_id(report: dict) -> Dict[str, list]:
+    grouped: Dict[str, list] = {}
+    for finding in report["findings"]:
+        grouped.setdefault(finding["id"], []).append(finding)
+    return grouped

@@ -64,7 +64,10 @@ def py_cpuinfo_facts() -> dict:
 
 def collect(ctx) -> dict:
     text = host.read_text("/proc/cpuinfo")
-    facts = parse_cpuinfo(text) if text else py_cpuinfo_facts()
+    if text is not None or host.is_rerooted():
+        facts = parse_cpuinfo(text or "")
+    else:
+        facts = py_cpuinfo_facts()
     logical = facts["logical"] or os.cpu_count()
     affinity = None if host.is_rerooted() else affinity_count()
     quota = cgroup_cpu_limit()

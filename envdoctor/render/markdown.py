@@ -29,7 +29,7 @@ def finding_section(finding: Finding) -> str:
             lines += ["  ```sh", f"  {remedy.command}", "  ```"]
     if finding.references:
         lines += ["", "References: " + ", ".join(f"<{r}>" for r in finding.references)]
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines).rstrip() + "\n"
 
 
 def folded(summary: str, body: str, language: str = "json") -> str:

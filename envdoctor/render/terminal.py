@@ -59,8 +59,7 @@ def finding_block(console: Console, finding: Finding, verbose: bool) -> None:
         if remedy.command:
             say(console, Text(f"$ {remedy.command}", style="bold cyan"), 8)
     if verbose and finding.evidence:
-        evidence = json.dumps(finding.evidence, indent=2, default=str)
-        say(console, Text(f"evidence: {evidence}", style="dim"), 6)
+        say(console, Text(f"evidence: {json.dumps(finding.evidence, default=str)}", style="dim"), 6)
 
 
 def quiet_checks(console: Console, runs: list) -> None:

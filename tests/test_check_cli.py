@@ -1,0 +1,182 @@
+"""The check command end to end: formats, saving, exit codes, bad input, redaction, --from and --python."""
+
+import json
+import os
+import subprocess
+import sys
+
+import jsonschema
+import pytest
+
+from conftest import findings_by_id
+from envdoctor.schema import report_schema
+
+SECRETS = {
+    "GITHUB_TOKEN": "ghp_s3cr3tGithubTokenValue0001",
+    "AWS_SECRET_ACCESS_KEY": "wJalrXUtnFEMI/K7MDENG/bPxRfiCYs3cr3t0002",
+    "HF_TOKEN": "hf_s3cr3tHuggingFaceValue0003",
+    "OPENAI_API_KEY": "sk-s3cr3tOpenAIValue0004",
+    "DB_PASSWORD": "hunter2-s3cr3t-0005",
+    "WANDB_API_KEY": "s3cr3tWandbValue0006",
+    "CUDA_AUTH_TOKEN": "s3cr3tCudaTokenValue0007",
+    "PYTHON_KEYRING_PASSWORD": "s3cr3tKeyringValue0008",
+    "MY_SERVICE_CREDENTIALS": "s3cr3tCredentialValue0009",
+    "SESSION_COOKIE": "s3cr3tCookieValue0010",
+    "PRIVATE_KEY": "-----BEGIN s3cr3t PRIVATE KEY 0011-----",
+    # a secret that also leaks into an ordinary, recorded variable
+    "NEXUS_TOKEN": "s3cr3tLeakedIntoPath0012",
+    "LD_LIBRARY_PATH": "/opt/s3cr3tLeakedIntoPath0012/lib",
+}
+
+
+def test_json_report_validates_against_the_shipped_schema(envdoctor):
+    run = envdoctor("check", "--no-save", "--json", "-")
+    report = run.json()
+    jsonschema.validate(report, report_schema())
+    assert report["schema_version"].startswith("1.")
+    assert {"system", "cpu", "memory", "environ", "target"} <= set(report["facts"])
+    assert report["target_python"] == sys.executable
+
+
+def test_check_saves_a_report_and_says_where(envdoctor, tmp_path):
+    run = envdoctor("check")
+    assert run.returncode in (0, 1), run
+    saved = list((tmp_path / "reports").glob("envdoctor-*.json"))
+    assert len(saved) == 1
+    assert f"Report saved: reports/{saved[0].name}" in run.stderr
+    jsonschema.validate(json.loads(saved[0].read_text()), report_schema())
+    assert "[✓] WSL" in run.stdout
+
+
+def test_report_names_never_collide(envdoctor, tmp_path):
+    for _ in range(2):
+        envdoctor("check", "--only", "wsl", "--report-dir", "out")
+    assert len(list((tmp_path / "out").iterdir())) == 2
+
+
+def test_markdown_is_ready_for_a_github_issue(envdoctor, tmp_path):
+    run = envdoctor("check", "--no-save", "--markdown", "-")
+    assert run.stdout.startswith("## envdoctor report\n")
+    assert "<details><summary>Facts</summary>" in run.stdout
+    assert "[✓]" not in run.stdout  # the terminal view does not mix into stdout
+
+
+def test_no_secret_value_reaches_any_output(envdoctor, tmp_path):
+    run = envdoctor("check", "--json", "report.json", "--markdown", "report.md", "-v", env=SECRETS)
+    assert run.returncode in (0, 1), run
+    outputs = {
+        "terminal": run.stdout + run.stderr,
+        "json": (tmp_path / "report.json").read_text(),
+        "markdown": (tmp_path / "report.md").read_text(),
+        "saved": next((tmp_path / "reports").glob("*.json")).read_text(),
+    }
+    for name, value in SECRETS.items():
+        if name == "LD_LIBRARY_PATH":
+            continue
+        for where, text in outputs.items():
+            assert value not in text, f"{name} leaked into the {where} output"
+    variables = json.loads(outputs["json"])["facts"]["environ"]["variables"]
+    assert variables["CUDA_AUTH_TOKEN"] == "<redacted>"
+    assert variables["LD_LIBRARY_PATH"] == "/opt/<redacted>/lib"
+
+
+def test_home_is_shown_as_tilde_unless_no_redact(envdoctor):
+    home = os.path.dirname(os.path.dirname(os.path.dirname(sys.executable)))  # the repository holding .venv
+    redacted = envdoctor("check", "--no-save", "--only", "wsl", "--json", "-", env={"HOME": home}).json()
+    assert redacted["facts"]["target"]["python"]["executable"].startswith("~/")
+    kept = envdoctor("check", "--no-save", "--only", "wsl", "--no-redact", "--json", "-", env={"HOME": home}).json()
+    assert kept["facts"]["target"]["python"]["executable"] == sys.executable
+
+
+def recorded_report(envdoctor, tmp_path, kernel_release):
+    path = tmp_path / "recorded.json"
+    envdoctor("check", "--no-save", "--json", str(path))
+    report = json.loads(path.read_text())
+    report["facts"]["system"]["kernel_release"] = kernel_release
+    report["facts"]["memory"].update(ram_total_bytes=64 * 2**30, swap_total_bytes=2**30, shm_total_bytes=2**33)
+    path.write_text(json.dumps(report))
+    return path
+
+
+@pytest.mark.parametrize(
+    "kernel, fail_on, expected",
+    [
+        ("4.4.0-19041-Microsoft", "error", 1),  # WSL1: an error
+        ("5.15.153.1-microsoft-standard-WSL2", "error", 0),  # WSL2 without /dev/dxg recorded: a warning
+        ("5.15.153.1-microsoft-standard-WSL2", "warning", 1),
+        ("6.1.0-18-amd64", "info", 0),
+    ],
+)
+def test_exit_code_follows_fail_on(envdoctor, tmp_path, kernel, fail_on, expected):
+    path = recorded_report(envdoctor, tmp_path, kernel)
+    run = envdoctor("check", "--from", str(path), "--only", "wsl,memory", "--fail-on", fail_on)
+    assert run.returncode == expected, run
+
+
+def test_from_rejudges_recorded_facts_and_keeps_them(envdoctor, tmp_path):
+    path = recorded_report(envdoctor, tmp_path, "4.4.0-19041-Microsoft")
+    report = envdoctor("check", "--from", str(path), "--json", "-").json()
+    recorded = json.loads(path.read_text())
+    assert report["facts"] == recorded["facts"]
+    assert report["created"] == recorded["created"]
+    assert findings_by_id(report)["wsl.kernel"][0]["severity"] == "error"
+    assert not (tmp_path / "reports").exists()
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--from", "missing.json"], "cannot read missing.json"),
+        (["--from", "garbage.json"], "garbage.json is not JSON"),
+        (["--from", "future.json"], "uses report schema 2.0; this envdoctor reads 1.x"),
+        (["--from", "broken.json"], "is not a valid envdoctor report at findings/0"),
+        (["--python", "/nonexistent/python3"], "no such interpreter"),
+        (["--skip", "wsl.kernal"], "unknown check id or domain wsl.kernal"),
+        (["--fail-on", "fatal"], "Invalid value for '--fail-on'"),
+        (["--no-save", "--report-dir", "x"], "exclude each other"),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2(envdoctor, tmp_path, args, message):
+    (tmp_path / "garbage.json").write_text("{not json")
+    (tmp_path / "future.json").write_text(json.dumps({"schema_version": "2.0"}))
+    (tmp_path / "broken.json").write_text(
+        json.dumps({"schema_version": "1.0", "tool": {"name": "envdoctor", "version": "0"}, "created": "x", "target_python": "p",
+                    "facts": {}, "findings": [{"id": "x"}], "checks": [], "probe": None, "timings_ms": {}})
+    )
+    run = envdoctor("check", *args)
+    assert run.returncode == 2, run
+    assert message in run.stderr
+    assert "Traceback" not in run.stderr
+    assert run.stdout == ""
+
+
+def test_python_option_diagnoses_another_real_venv(envdoctor, venvs):
+    python = venvs.get("with-six", ["six==1.16.0"])
+    report = envdoctor("check", "--no-save", "--only", "wsl", "--python", str(python), "--json", "-").json()
+    target = report["facts"]["target"]
+    assert target["python"]["is_venv"] is True
+    names = {d["name"].lower() for d in target["distributions"]}
+    assert "six" in names
+    assert "torch" not in names
+    assert report["target_python"] == str(python)
+
+
+def test_python_option_takes_a_venv_folder(envdoctor, venvs):
+    python = venvs.get("with-six", ["six==1.16.0"])
+    report = envdoctor("check", "--no-save", "--only", "wsl", "--python", str(python.parent.parent), "--json", "-").json()
+    assert report["target_python"] == str(python)
+
+
+def test_checks_lists_the_catalogue(envdoctor):
+    run = envdoctor("checks")
+    assert run.returncode == 0
+    ids = [line.split()[0] for line in run.stdout.splitlines()]
+    assert {"wsl.kernel", "cpu.missing-instructions", "threads.oversubscribed", "memory.shm-small"} <= set(ids)
+    assert ids == sorted(ids)
+
+
+def test_python_dash_m_and_console_script_agree(envdoctor):
+    script = os.path.join(os.path.dirname(sys.executable), "envdoctor")
+    version = subprocess.run([script, "--version"], capture_output=True, text=True).stdout
+    assert version == envdoctor("--version").stdout
+    assert "envdoctor, version" in version

@@ -1,0 +1,55 @@
+"""Scripts that run under the diagnosed interpreter: stdlib only, Python 3.8 syntax, and really run there."""
+
+import ast
+import glob
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from envdoctor.target import SCRIPTS
+
+TARGET_SCRIPTS = sorted(p for p in SCRIPTS.glob("*.py") if p.name != "__init__.py")
+
+
+def pyenv_python(minor):
+    root = os.environ.get("PYENV_ROOT") or os.path.expanduser("~/.pyenv")
+    found = sorted(glob.glob(f"{root}/versions/{minor}.*/bin/python{minor}"))
+    return found[-1] if found else None
+
+
+@pytest.mark.parametrize("script", TARGET_SCRIPTS, ids=lambda p: p.name)
+def test_parses_as_python_3_8(script):
+    ast.parse(script.read_text(), filename=str(script), feature_version=(3, 8))
+
+
+@pytest.mark.parametrize("script", TARGET_SCRIPTS, ids=lambda p: p.name)
+def test_imports_no_envdoctor(script):
+    tree = ast.parse(script.read_text())
+    imported = {alias.name.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names}
+    imported |= {node.module.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.module}
+    assert "envdoctor" not in imported
+
+
+@pytest.mark.parametrize("minor", ["3.8", "3.13"])
+def test_facts_script_runs_under_another_python(minor):
+    python = pyenv_python(minor)
+    if python is None:
+        pytest.skip(f"no pyenv Python {minor} on this machine")
+    source = (SCRIPTS / "facts.py").read_text()
+    completed = subprocess.run([python, "-c", source], capture_output=True, text=True, check=True)
+    facts = json.loads(completed.stdout)
+    assert facts["python"]["version"].startswith(minor + ".")
+    assert facts["python"]["executable"] == python
+    assert any(d["name"].lower() == "pip" for d in facts["distributions"])
+
+
+def test_facts_script_reads_torch_build_without_importing_it():
+    source = (SCRIPTS / "facts.py").read_text()
+    probe = source + "\nimport sys\nassert 'torch' not in sys.modules\n"
+    completed = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    build = json.loads(completed.stdout)["torch_build"]
+    assert build["version"].startswith("2.13.0")
+    assert build["cuda"] is None  # the CPU wheel
