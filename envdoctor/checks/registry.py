@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+from functools import lru_cache
 from importlib import metadata
 from typing import List
 
@@ -23,8 +24,9 @@ def plugin_entry_points() -> list:
     return list(entry_points.get(ENTRY_POINT_GROUP, ()))  # Python 3.9
 
 
+@lru_cache(maxsize=1)
 def load_checks() -> tuple:
-    """All checks, and for each plugin that failed to load, its name and the error."""
+    """All checks, and for each plugin that failed to load, its name and the error; loaded once."""
     for module in BUILTIN_MODULES:
         importlib.import_module(module)
     failures = []
@@ -33,7 +35,7 @@ def load_checks() -> tuple:
             entry_point.load()
         except Exception as error:  # a broken plugin must not break the doctor
             failures.append((entry_point.name, f"{type(error).__name__}: {error}"))
-    return list(CHECKS), failures
+    return tuple(CHECKS), tuple(failures)
 
 
 def select(checks: List[Check], only=(), skip=()) -> List[Check]:

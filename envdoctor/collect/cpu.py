@@ -10,24 +10,26 @@ import math
 import os
 from typing import Optional
 
-import psutil
-
 from envdoctor import host
 
 
 def parse_cpuinfo(text: str) -> dict:
-    """Model name, logical processor count and flags of the first processor in /proc/cpuinfo."""
-    model, flags, processors = None, [], 0
+    """Model name, logical and physical core counts and the flags of the first processor in /proc/cpuinfo."""
+    model, flags, processors, cores, package = None, [], 0, set(), "0"
     for line in text.splitlines():
         key, _, value = line.partition(":")
         key = key.strip()
         if key == "processor":
             processors += 1
+        elif key == "physical id":
+            package = value.strip()
+        elif key == "core id":
+            cores.add((package, value.strip()))
         elif key in ("model name", "Model", "cpu model") and model is None:
             model = value.strip()
         elif key in ("flags", "Features") and not flags:
             flags = value.split()
-    return {"model": model, "logical": processors or None, "flags": sorted(set(flags))}
+    return {"model": model, "logical": processors or None, "physical": len(cores) or None, "flags": sorted(set(flags))}
 
 
 def cgroup_cpu_limit() -> Optional[float]:
@@ -55,11 +57,19 @@ def usable_cpus(logical: Optional[int], affinity: Optional[int], quota: Optional
     return min(limits) if limits else None
 
 
-def py_cpuinfo_facts() -> dict:
-    import cpuinfo  # slow (it probes CPUID in a child), so only where /proc/cpuinfo is missing
+def portable_facts() -> dict:
+    """Where there is no /proc/cpuinfo (macOS, Windows): py-cpuinfo and psutil, imported only here
+    because py-cpuinfo probes CPUID in a child process, which costs about a second."""
+    import cpuinfo
+    import psutil
 
     info = cpuinfo.get_cpu_info()
-    return {"model": info.get("brand_raw"), "logical": info.get("count"), "flags": sorted(info.get("flags", []))}
+    return {
+        "model": info.get("brand_raw"),
+        "logical": info.get("count"),
+        "physical": psutil.cpu_count(logical=False),
+        "flags": sorted(info.get("flags", [])),
+    }
 
 
 def collect(ctx) -> dict:
@@ -67,7 +77,7 @@ def collect(ctx) -> dict:
     if text is not None or host.is_rerooted():
         facts = parse_cpuinfo(text or "")
     else:
-        facts = py_cpuinfo_facts()
+        facts = portable_facts()
     logical = facts["logical"] or os.cpu_count()
     affinity = None if host.is_rerooted() else affinity_count()
     quota = cgroup_cpu_limit()
@@ -75,7 +85,7 @@ def collect(ctx) -> dict:
         "model": facts["model"],
         "arch": os.uname().machine if hasattr(os, "uname") else None,
         "logical_cores": logical,
-        "physical_cores": None if host.is_rerooted() else psutil.cpu_count(logical=False),
+        "physical_cores": facts["physical"],
         "affinity_cpus": affinity,
         "cgroup_cpu_quota": quota,
         "usable_cpus": usable_cpus(logical, affinity, quota),

@@ -5,8 +5,6 @@ from __future__ import annotations
 import os
 from typing import Optional
 
-import psutil
-
 from envdoctor import host
 
 
@@ -35,7 +33,9 @@ def collect(ctx) -> dict:
     if "MemTotal" in meminfo:
         ram_total, ram_available = meminfo["MemTotal"], meminfo.get("MemAvailable")
         swap_total = meminfo.get("SwapTotal", 0)
-    else:
+    else:  # no /proc/meminfo: macOS, Windows
+        import psutil
+
         virtual, swap = psutil.virtual_memory(), psutil.swap_memory()
         ram_total, ram_available, swap_total = virtual.total, virtual.available, swap.total
     return {
