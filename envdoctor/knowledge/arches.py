@@ -1,0 +1,73 @@
+"""Which GPU compute capabilities each torch CUDA variant has kernels for (arches.csv).
+
+A cubin built for sm_X.Y runs on any GPU of compute capability X.Y <= cc < (X+1).0; PTX for
+compute_X.Y is JIT-compiled by the driver for any newer GPU (torch 2.13 torch/cuda/__init__.py
+DEVICE_REQUIREMENT; NVIDIA CUDA compatibility guide). Without either the GPU fails with
+"no kernel image is available for execution on the device".
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional, Tuple
+
+from envdoctor.knowledge import minor_of, rows, version_tuple, words
+
+SASS = "sass"
+PTX = "ptx"
+
+
+@dataclass(frozen=True)
+class ArchList:
+    """The kernels one CUDA variant ships across a range of torch minors."""
+
+    variant: str
+    torch_from: str
+    torch_to: str
+    sass: Tuple[str, ...]
+    ptx: Tuple[str, ...]
+    source: str
+
+    def covers(self, torch_version: str) -> bool:
+        return version_tuple(self.torch_from) <= version_tuple(minor_of(torch_version)) <= version_tuple(self.torch_to)
+
+    def support(self, capability: str) -> Optional[str]:
+        """"sass" when a cubin runs on `capability`, "ptx" when only JIT from PTX does, else None."""
+        cc = version_tuple(capability)
+        if any(version_tuple(s)[0] == cc[0] and version_tuple(s) <= cc for s in self.sass):
+            return SASS
+        if any(version_tuple(p) <= cc for p in self.ptx):
+            return PTX
+        return None
+
+
+def arch_lists() -> Tuple[ArchList, ...]:
+    return tuple(
+        ArchList(row["variant"], row["torch_from"], row["torch_to"], words(row["sass"]), words(row["ptx"]), row["source"])
+        for row in rows("arches.csv")
+    )
+
+
+def arch_list(cuda_variant: str, torch_version: Optional[str] = None) -> Optional[ArchList]:
+    """The arch list of `cuda_variant` ("cu126") for `torch_version`, or its newest when none is given."""
+    matching = [a for a in arch_lists() if a.variant == cuda_variant and (torch_version is None or a.covers(torch_version))]
+    return max(matching, key=lambda a: version_tuple(a.torch_to), default=None)
+
+
+def supported_capabilities(cuda_variant: str, torch_version: Optional[str] = None) -> Tuple[str, ...]:
+    """The compute capabilities the variant ships cubins (SASS) for, e.g. "cu126" -> ("5.0", ..., "9.0")."""
+    found = arch_list(cuda_variant, torch_version)
+    return found.sass if found else ()
+
+
+def support(capability: str, cuda_variant: str, torch_version: Optional[str] = None) -> Optional[str]:
+    """How a GPU of `capability` runs a torch of this variant: "sass", "ptx", or None (no kernels);
+    None as well when the variant is unknown, so callers check `arch_list` first."""
+    found = arch_list(cuda_variant, torch_version)
+    return found.support(capability) if found else None
+
+
+def variants_supporting(capability: str, torch_version: Optional[str] = None) -> Tuple[str, ...]:
+    """The CUDA variants with cubins for `capability` (for `torch_version` when given), oldest CUDA first."""
+    found = {a.variant for a in arch_lists() if (torch_version is None or a.covers(torch_version)) and a.support(capability) == SASS}
+    return tuple(sorted(found, key=lambda v: int(v[2:])))

@@ -1,0 +1,145 @@
+"""The knowledge tables: their queries, and a sample of their rows cross-checked against the sourced
+figures in shared/knowledge (domain-facts.md, torch-pypi-requires.txt)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from envdoctor.knowledge import arches, drivers, rows, torch_matrix, wheels
+
+SHARED = Path(__file__).resolve().parents[2] / "shared" / "knowledge"
+DATA_FILES = ("drivers.csv", "torch_matrix.csv", "arches.csv", "nvidia_wheels.csv")
+
+
+def shared_text(name: str) -> str:
+    path = SHARED / name
+    if not path.is_file():
+        pytest.skip(f"{path} is not beside the repository (shared/ is checked out next to it in CI)")
+    return path.read_text(encoding="utf-8")
+
+
+def table_row(text: str, first_cell: str) -> str:
+    """The markdown table line whose first cell starts with `first_cell`."""
+    for line in text.splitlines():
+        if line.startswith(f"| {first_cell}"):
+            return line
+    raise AssertionError(f"no table row for {first_cell!r} in domain-facts.md")
+
+
+@pytest.mark.parametrize("filename", DATA_FILES)
+def test_every_row_cites_a_source(filename):
+    loaded = rows(filename)
+    assert loaded, filename
+    assert all(row["source"].strip() for row in loaded)
+
+
+@pytest.mark.parametrize(
+    "cuda, first_cell",
+    [("10.2", "10.2.89"), ("11.4", "11.4.0"), ("11.8", "11.8.0"), ("12.1", "12.1.0"), ("12.8", "12.8.0"), ("13.0", "13.0.0")],
+)
+def test_toolkit_drivers_match_the_release_notes_table(cuda, first_cell):
+    line = table_row(shared_text("domain-facts.md"), first_cell)
+    row = drivers.requirement(cuda)
+    assert row.toolkit_linux in line
+    if row.toolkit_windows:
+        assert row.toolkit_windows in line
+
+
+def test_minor_compatibility_floors_match_nvidia():
+    text = shared_text("domain-facts.md")
+    assert "12.x: Linux ≥ 525.60.13" in text and drivers.requirement("12.4").minor_compat_linux == "525.60.13"
+    assert "11.x: Linux ≥ 450.80.02*, Windows ≥ 452.39*" in text
+    assert drivers.requirement("11.8").minor_compat("windows") == "452.39"
+    assert drivers.requirement("10.2").minor_compat_linux is None
+
+
+def test_minimum_driver_is_the_family_floor_where_minor_compatibility_applies():
+    assert drivers.minimum_driver("12.1") == "525.60.13"
+    assert drivers.minimum_driver("11.0") == "450.51.05"  # CUDA 11.0's own driver predates the 11.x floor
+    assert drivers.minimum_driver("10.2") == "440.33"
+    assert drivers.minimum_driver("13.0", os="windows") is None
+    assert not drivers.driver_satisfies("470.82.01", "12.1")
+    assert drivers.driver_satisfies("580.65.06", "13.0")
+    assert drivers.driver_satisfies("535.104.05", "12.8")
+    assert drivers.requirement("7.5") is None
+
+
+@pytest.mark.parametrize("torch, companions", [("1.13", "| 1.13 | 0.14 | 0.13 |"), ("2.6", "| 2.6 | 0.21 | 2.6 |"), ("2.10", "| 2.10 | 0.25 | 2.10 |")])
+def test_companion_versions_match_the_release_matrix(torch, companions):
+    line = table_row(shared_text("domain-facts.md"), f"{torch} |")
+    release = torch_matrix.find(torch)
+    assert line.startswith(companions)
+    for cuda in release.cuda:
+        assert torch_matrix.variant_tag(cuda) in line
+
+
+@pytest.mark.parametrize("torch", ["1.13.1", "2.0.1", "2.1.2", "2.4.1", "2.6.0", "2.7.1", "2.8.0", "2.9.1", "2.10.0", "2.11.0", "2.12.1", "2.14.1"])
+def test_pypi_default_family_matches_the_recorded_wheel_metadata(torch):
+    text = shared_text("torch-pypi-requires.txt")
+    block = text.split(f"## torch {torch} ", 1)[1].split("## ", 1)[0]
+    pinned = {wheels.cuda_family(name) for name in re.findall(r"^\s+([A-Za-z0-9_.-]+)", block, re.M)} - {None}
+    assert pinned == {wheels.torch_family(torch_matrix.find(torch).pypi_default_cuda)}
+
+
+def test_arch_lists_match_torch_release_code_cc():
+    text = shared_text("domain-facts.md")
+    assert "12.6 → {50,60,70,75,80,86,90}" in text
+    assert arches.supported_capabilities("cu126") == ("5.0", "6.0", "7.0", "7.5", "8.0", "8.6", "9.0")
+    assert "2.13 PyPI cu130 binary: sm_75,80,86,90,100,120" in text
+    assert arches.supported_capabilities("cu130", "2.13.0") == ("7.5", "8.0", "8.6", "9.0", "10.0", "12.0")
+
+
+def test_arch_support_follows_the_cubin_rule():
+    assert arches.support("8.9", "cu126") == arches.SASS  # Ada runs sm_86 cubins
+    assert arches.support("12.0", "cu126") is None  # Blackwell on cu126
+    assert arches.support("6.1", "cu130") is None  # Pascal on cu130
+    assert arches.support("3.7", "cu118", "2.7.1") == arches.SASS
+    assert arches.supported_capabilities("cu128", "2.7.1")[0] == "7.5"
+    assert arches.supported_capabilities("cu128", "2.8.0")[0] == "7.0"
+    assert arches.variants_supporting("12.0") == ("cu128", "cu129", "cu130", "cu132")
+    assert arches.variants_supporting("6.1", "2.13.0") == ("cu126",)
+
+
+def test_install_args_use_the_form_of_each_era():
+    old = torch_matrix.find("1.13.1")
+    assert torch_matrix.install_args(old, "11.6", ["torch", "torchvision", "torchaudio"]) == [
+        "torch==1.13.1+cu116", "torchvision==0.14.1+cu116", "torchaudio==0.13.1+cu116",
+        "--extra-index-url", "https://download.pytorch.org/whl/cu116",
+    ]
+    assert torch_matrix.install_args(torch_matrix.find("2.13"), "12.6", ["torch", "torchvision", "torchaudio"]) == [
+        "torch==2.13.0+cu126", "torchvision==0.28.0+cu126", "--index-url", "https://download.pytorch.org/whl/cu126",
+    ]
+    assert torch_matrix.install_args(torch_matrix.find("2.5.1+cu124"), "cpu", ["torch"]) == [
+        "torch==2.5.1+cpu", "--index-url", "https://download.pytorch.org/whl/cpu",
+    ]
+    with pytest.raises(ValueError):
+        torch_matrix.install_args(torch_matrix.find("2.13"), "11.8", ["torch"])
+
+
+def test_releases_are_oldest_first_and_found_by_minor():
+    versions = [r.torch for r in torch_matrix.releases()]
+    assert versions[0] == "1.12.1" and versions[-1] == "2.14.1" and "2.10.0" in versions[-5:]
+    assert torch_matrix.find("2.3").torch == "2.3.1"
+    assert torch_matrix.find("3.0") is None
+    assert torch_matrix.variant_tag("13.0") == "cu130" and torch_matrix.index_url("11.6").endswith("/cu116")
+
+
+@pytest.mark.parametrize(
+    "name, family",
+    [
+        ("nvidia-cublas-cu12", "cu12"), ("nvidia_cudnn_cu11", "cu11"), ("nvidia-cublas", "cu13"),
+        ("nvidia-cudnn-cu13", "cu13"), ("cuda-toolkit", "cu13"), ("nvidia-cuda-runtime-cu117", "cu11"),
+        ("nvidia-ml-py", None), ("torch", None), ("nvidia-cudnn", None),
+    ],
+)
+def test_cuda_family(name, family):
+    assert wheels.cuda_family(name) == family
+
+
+def test_cuda_toolkit_meta_package_by_version_and_libraries():
+    assert wheels.cuda_family("cuda-toolkit", "12.9.1") == "cu12"
+    assert wheels.torch_family("11.8") == "cu11" and wheels.torch_family(None) is None
+    assert wheels.libraries_of("nvidia-cublas-cu12") == ("libcublas", "libcublasLt")
