@@ -68,7 +68,7 @@ def kill_group(process: subprocess.Popen) -> None:
         pass
 
 
-def start_child(argv: Sequence[str], env, cwd, *, stdin, stderr=subprocess.PIPE) -> subprocess.Popen:
+def spawn_piped(argv: Sequence[str], env, cwd, *, stdin, stderr=subprocess.PIPE) -> subprocess.Popen:
     """Start `argv` as the leader of a new process group, with text pipes."""
     return subprocess.Popen(
         list(argv),
@@ -94,7 +94,7 @@ def run_child(
     """Run `argv` in its own process group and return how it ended; never raises for the child's fate."""
     started = time.monotonic()
     try:
-        process = start_child(argv, env, cwd, stdin=subprocess.PIPE if input_text is not None else subprocess.DEVNULL)
+        process = spawn_piped(argv, env, cwd, stdin=subprocess.PIPE if input_text is not None else subprocess.DEVNULL)
     except OSError as error:
         return ChildResult(tuple(argv), None, "", "", 0.0, start_error=str(error))
     try:
@@ -128,7 +128,7 @@ def stream_child(
     """
     started = time.monotonic()
     try:
-        process = start_child(argv, env, cwd, stdin=subprocess.DEVNULL, stderr=subprocess.STDOUT)
+        process = spawn_piped(argv, env, cwd, stdin=subprocess.DEVNULL, stderr=subprocess.STDOUT)
     except OSError as error:
         return ChildResult(tuple(argv), None, "", "", 0.0, start_error=str(error))
     lines: List[str] = []
