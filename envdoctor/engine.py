@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from pathlib import Path
@@ -19,6 +20,7 @@ from envdoctor.checks.runner import run_checks
 from envdoctor.collect import CollectContext, gather
 from envdoctor.errors import ReportReadError
 from envdoctor.model import SCHEMA_VERSION, CheckRun, Finding, Remedy, Report, Severity
+from envdoctor.probe import ProbeOptions, run_probe
 
 
 @dataclass(frozen=True)
@@ -59,11 +61,35 @@ def make_safe(report: Report, environ: Mapping[str, str], redact_paths: bool) ->
     return Report.from_json(redact.scrub(report.to_json(), redact.secret_values(environ), home))
 
 
-def diagnose(python: str, selection: Selection, environ: Optional[Mapping[str, str]] = None, redact_paths: bool = True) -> Report:
-    """Collect this machine's facts for the interpreter `python` and judge them."""
+def probed_and_gathered(python: str, environ: Mapping[str, str], probe: Optional[ProbeOptions]) -> Tuple[Optional[dict], dict, dict]:
+    """The probe ladder runs alongside the collectors: it is the long part, they mostly wait on files."""
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        started = time.perf_counter()
+        probing = pool.submit(run_probe, python, environ, probe) if probe else None
+        facts, timings = gather(CollectContext(python=python, environ=environ))
+        result = probing.result() if probing else None
+    if probing:
+        timings["probe"] = (time.perf_counter() - started) * 1000
+    return result, facts, timings
+
+
+def diagnose(
+    python: str,
+    selection: Selection,
+    environ: Optional[Mapping[str, str]] = None,
+    redact_paths: bool = True,
+    probe: Optional[ProbeOptions] = None,
+    models: Sequence[str] = (),
+) -> Report:
+    """Collect this machine's facts for the interpreter `python`, run the probe ladder unless `probe`
+    is None, inspect the SB3 model files `models` statically, and judge them."""
     environ = dict(os.environ if environ is None else environ)
-    facts, timings = gather(CollectContext(python=python, environ=environ))
-    findings, runs, judge_ms = judge(facts, None, selection)
+    probe_result, facts, timings = probed_and_gathered(python, environ, probe)
+    if models:
+        started = time.perf_counter()
+        facts["models"] = models_facts(python, models)
+        timings["collect.models"] = (time.perf_counter() - started) * 1000
+    findings, runs, judge_ms = judge(facts, probe_result, selection)
     report = Report(
         tool_version=__version__,
         created=now(),
@@ -71,6 +97,7 @@ def diagnose(python: str, selection: Selection, environ: Optional[Mapping[str, s
         facts=facts,
         findings=tuple(findings),
         checks=tuple(runs),
+        probe=probe_result,
         timings_ms={**timings, "judge": judge_ms},
     )
     return make_safe(report, environ, redact_paths)

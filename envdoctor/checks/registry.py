@@ -14,6 +14,7 @@ BUILTIN_MODULES = (
     "envdoctor.checks.cpu",
     "envdoctor.checks.threads",
     "envdoctor.checks.memory",
+    "envdoctor.checks.probe",
 )
 
 

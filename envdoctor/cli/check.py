@@ -14,6 +14,9 @@ from envdoctor.cli import EXIT_FINDINGS, EXIT_OK, cli
 from envdoctor.cli.options import STDOUT, output_options, resolve_python, use_color, write_output
 from envdoctor.errors import UsageError
 from envdoctor.model import Report, Severity
+from envdoctor.probe import ProbeOptions
+from envdoctor.probe.progress import ProgressPrinter
+from envdoctor.probe.runner import DEFAULT_TIMEOUT_S
 from envdoctor.render import json as json_renderer
 from envdoctor.render import markdown, terminal
 from envdoctor.store import save_report
@@ -44,6 +47,17 @@ def emit(report: Report, json_out, markdown_out, verbose: bool) -> None:
         click.echo(terminal.render(report, verbose=verbose, color=use_color()), nl=False)
 
 
+def selects_probe(selection: engine.Selection) -> bool:
+    """The ladder runs only when some probe check will judge it."""
+    wanted = not selection.only or any(name.split(".", 1)[0] == "probe" for name in selection.only)
+    return wanted and "probe" not in selection.skip
+
+
+def probe_options(timeout: float) -> ProbeOptions:
+    """The ladder with its progress on stderr, so a slow or hanging stage shows while it happens."""
+    return ProbeOptions(timeout_s=timeout, on_event=ProgressPrinter(lambda text: click.echo(text, err=True, nl=False)))
+
+
 @cli.command()
 @click.option("--python", "python", metavar="PATH", help="Interpreter (or venv folder) to diagnose [default: this one].")
 @output_options
@@ -54,8 +68,10 @@ def emit(report: Report, json_out, markdown_out, verbose: bool) -> None:
 @click.option("--skip", multiple=True, metavar="ID", help="Skip these checks or domains (repeatable, comma-separated).")
 @click.option("--from", "from_report", metavar="REPORT.json", help="Judge the facts recorded in a report instead of this machine.")
 @click.option("--no-redact", is_flag=True, help="Keep home-directory paths (secrets are always redacted).")
+@click.option("--no-probe", is_flag=True, help="Do not run the probe ladder (numpy → torch → CUDA → MaskablePPO in a child).")
+@click.option("--probe-timeout", type=click.FloatRange(min=1), default=DEFAULT_TIMEOUT_S, show_default=True, metavar="SECONDS", help="Time limit for the probe ladder.")
 @click.option("-v", "--verbose", is_flag=True, help="Show passing checks, evidence and timings.")
-def check(python, json_out, markdown_out, report_dir, no_save, fail_on, only, skip, from_report, no_redact, verbose) -> int:
+def check(python, json_out, markdown_out, report_dir, no_save, fail_on, only, skip, from_report, no_redact, no_probe, probe_timeout, verbose) -> int:
     """Diagnose the environment and print what will crash, why, and how to fix it."""
     if report_dir and no_save:
         raise UsageError("--report-dir and --no-save exclude each other")
@@ -65,7 +81,8 @@ def check(python, json_out, markdown_out, report_dir, no_save, fail_on, only, sk
     if from_report:
         report = engine.rejudge(engine.read_report(Path(from_report)), selection)
     else:
-        report = engine.diagnose(resolve_python(python), selection, redact_paths=not no_redact)
+        probe = None if no_probe or not selects_probe(selection) else probe_options(probe_timeout)
+        report = engine.diagnose(resolve_python(python), selection, redact_paths=not no_redact, probe=probe)
     emit(report, json_out, markdown_out, verbose)
     if not no_save and (report_dir or not from_report):
         path = save_report(report, report_dir or DEFAULT_REPORT_DIR)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 from envdoctor.model import Finding, Report, Severity
+from envdoctor.probe import table as probe_table
 from envdoctor.render import headline, summary_line
 
 BADGES = {
@@ -36,6 +37,17 @@ def folded(summary: str, body: str, language: str = "json") -> str:
     return f"<details><summary>{summary}</summary>\n\n```{language}\n{body}\n```\n\n</details>\n"
 
 
+def probe_section(probe) -> str:
+    """The ladder as a table (stage, status, time, note), then what bisection tried."""
+    lines = [f"### Probe ladder: {probe_table.summary(probe)}", "", "| Stage | Status | Time | Note |", "|---|---|---|---|"]
+    lines += [f"| {cell(title)} | {status.value} | {seconds} | {cell(note)} |" for status, title, seconds, note in probe_table.rows(probe)]
+    bisection = probe_table.bisection_rows(probe)
+    if bisection:
+        lines += ["", "| Bisection setting | Outcome | What happened |", "|---|---|---|"]
+        lines += [f"| `{cell(setting)}` | {outcome} | {cell(summary)} |" for setting, outcome, summary in bisection]
+    return "\n".join(lines) + "\n"
+
+
 def render(report: Report) -> str:
     parts = [
         "## envdoctor report",
@@ -52,5 +64,7 @@ def render(report: Report) -> str:
         parts += [f"| {BADGES[f.severity]} | `{f.id}` | {cell(f.title)} |" for f in report.findings]
         parts.append("")
         parts += [finding_section(f) for f in report.findings]
+    if report.probe:
+        parts.append(probe_section(report.probe))
     parts.append(folded("Facts", json.dumps(report.facts, indent=2, default=str)))
     return "\n".join(parts)

@@ -14,6 +14,8 @@ from rich.padding import Padding
 from rich.text import Text
 
 from envdoctor.model import CheckStatus, Finding, Report, Severity
+from envdoctor.probe import table as probe_table
+from envdoctor.probe.result import StageStatus
 from envdoctor.render import domain_title, grouped, headline, summary_line
 
 GLYPHS = {
@@ -71,6 +73,30 @@ def quiet_checks(console: Console, runs: list) -> None:
             say(console, Text.assemble(Text(SKIPPED[0], style=SKIPPED[1]), f" {run.id} skipped: {run.reason}"), 4)
 
 
+STAGE_GLYPHS = {
+    StageStatus.PASSED: GLYPHS[Severity.OK],
+    StageStatus.SKIPPED: SKIPPED,
+    StageStatus.NOT_RUN: ("·", "dim"),
+    StageStatus.FAILED: GLYPHS[Severity.ERROR],
+    StageStatus.CRASHED: GLYPHS[Severity.ERROR],
+    StageStatus.HUNG: GLYPHS[Severity.ERROR],
+    StageStatus.EXITED: GLYPHS[Severity.ERROR],
+}
+
+
+def probe_section(console: Console, probe) -> None:
+    """The ladder's stages with status and time, then what bisection tried."""
+    console.print(Text.assemble(("Probe ladder", "bold"), f"  {probe_table.summary(probe)}"))
+    for status, title, seconds, note in probe_table.rows(probe):
+        mark, style = STAGE_GLYPHS[status]
+        line = Text.assemble("  ", (mark, style), f" {title.ljust(30)} {seconds.rjust(8)}  ", (status.value, style))
+        if note:
+            line.append(f"  {note}", style="dim")
+        say(console, line, 0)
+    for setting, outcome, summary in probe_table.bisection_rows(probe) or ():
+        say(console, Text.assemble("  bisect ", (setting, "cyan"), f": {outcome}", (f"  {summary}", "dim")), 0)
+
+
 def render(report: Report, verbose: bool = False, color: bool = False, width: int = 100) -> str:
     buffer = io.StringIO()
     console = Console(file=buffer, force_terminal=color, no_color=not color, width=width, highlight=False, emoji=False)
@@ -85,6 +111,9 @@ def render(report: Report, verbose: bool = False, color: bool = False, width: in
         if verbose:
             quiet_checks(console, runs)
     console.print()
+    if report.probe:
+        probe_section(console, report.probe)
+        console.print()
     console.print(Text(summary_line(report), style="bold"))
     if verbose:
         timings = ", ".join(f"{name} {ms:.0f} ms" for name, ms in report.timings_ms.items())

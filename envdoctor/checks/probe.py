@@ -1,0 +1,216 @@
+"""Judging the probe ladder's recorded result: crashes, hangs, failed imports, circular imports,
+bisected remedies, and two OpenMP runtimes in one process.
+
+Pure: everything comes from facts["probe"], so `check --from` re-judges a recorded probe.
+Facts: knowledge notes sb3-model-files.md §1/§6 (the probe, "construct" imports torch._dynamo);
+domain-facts.md §7 (threadpoolctl's multiple_openmp.md: libomp + libiomp is the crashing pair).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable, Mapping, Optional
+
+from envdoctor.checks import check
+from envdoctor.model import Finding, Remedy, Severity
+from envdoctor.probe.bisection import BY_NAME
+from envdoctor.probe.result import Outcome, ProbeResult, StageResult, StageStatus
+
+IMPORT_STAGES = ("import_numpy", "import_torch", "import_gymnasium", "import_sb3", "import_sb3_contrib")
+SIGNAL_MEANINGS = {
+    "SIGSEGV": "a native library read or wrote memory it does not own",
+    "SIGILL": "the CPU met an instruction it does not have: a wheel built for a newer CPU (AVX2/AVX-512) than this one",
+    "SIGBUS": "a memory-mapped file or shared memory (/dev/shm) ran out or vanished under the process",
+    "SIGABRT": "a native library gave up on purpose (an assertion, OpenMP's duplicate-runtime check, a C++ exception nobody caught)",
+    "SIGFPE": "a native library divided an integer by zero",
+    "SIGKILL": "something outside killed the process; most often the kernel's out-of-memory killer",
+}
+STAGE_HINTS = {
+    "maskable_ppo": "Constructing the first model imports torch._dynamo (torch.optim.Optimizer does); a failure there is a torch / Python-version mismatch, not an SB3 bug.",
+    "cuda_init": "CUDA initialisation loads the driver and the CUDA runtime; see the CUDA findings for driver and wheel mismatches.",
+    "cpu_ops": "The first matmul loads the BLAS (MKL/OpenBLAS) and OpenMP code paths torch picked for this CPU.",
+}
+REPORT = Remedy("Attach the JSON report to your bug ticket: it has the stage, the signal and the stack.")
+
+
+def probe_result(facts: Mapping[str, Any]) -> Optional[ProbeResult]:
+    data = facts.get("probe")
+    return ProbeResult.from_json(data) if data else None
+
+
+def frames_text(frames) -> list:
+    return [f"{f.get('file')}:{f.get('line')} in {f.get('function')}" for f in frames or ()]
+
+
+def bisect_pointer(probe: ProbeResult) -> tuple:
+    if probe.bisection and probe.bisection.passing:
+        return (Remedy("Apply the setting that bisection found (see probe.bisected)."),)
+    return ()
+
+
+@check("probe.crash", "A probe stage killed the process (SIGSEGV, SIGILL, SIGBUS, SIGABRT, ...)", requires=("probe",))
+def crash(facts: Mapping[str, Any]) -> Iterable[Finding]:
+    probe = probe_result(facts)
+    fatal = probe.fatal
+    if fatal is None or fatal.status is StageStatus.HUNG:
+        return
+    record = fatal.crash or {}
+    signal = record.get("signal")
+    how = f"was killed by {signal}" if signal else f"exited with code {record.get('returncode')}"
+    meaning = SIGNAL_MEANINGS.get(signal, "the process ended without reporting the stage's end")
+    yield Finding(
+        id="probe.crash",
+        severity=Severity.ERROR,
+        title=f"The probe {how} in stage '{fatal.title}'",
+        explanation=" ".join(filter(None, [f"{signal or 'The exit'} here means {meaning}.", STAGE_HINTS.get(fatal.id, "")])),
+        evidence={
+            "stage": fatal.id,
+            "signal": signal,
+            "returncode": record.get("returncode"),
+            "fatal_error": record.get("fatal_error"),
+            "innermost_frames": frames_text(record.get("frames"))[:6],
+        },
+        remedies=bisect_pointer(probe) + (REPORT,),
+    )
+
+
+@check("probe.hang", "A probe stage ran past its time limit", requires=("probe",))
+def hang(facts: Mapping[str, Any]) -> Iterable[Finding]:
+    probe = probe_result(facts)
+    fatal = probe.fatal
+    if fatal is None or fatal.status is not StageStatus.HUNG:
+        return
+    record = fatal.crash or {}
+    yield Finding(
+        id="probe.hang",
+        severity=Severity.ERROR,
+        title=f"The probe hung in stage '{fatal.title}' ({fatal.reason})",
+        explanation=(
+            "A stage that never returns is most often a deadlock between thread pools (two OpenMP runtimes, "
+            "a fork after threads started) or a driver call that waits forever. The stack shows where it waited."
+            + (" " + STAGE_HINTS[fatal.id] if fatal.id in STAGE_HINTS else "")
+        ),
+        evidence={"stage": fatal.id, "waiting_in": frames_text(record.get("frames"))[:6], "threads": record.get("threads")},
+        remedies=bisect_pointer(probe) + (Remedy("If the machine is only slow, allow more time:", "envdoctor check --probe-timeout 900"), REPORT),
+    )
+
+
+def error_evidence(stage: StageResult) -> dict:
+    error = stage.error or {}
+    return {"stage": stage.id, "type": error.get("type"), "message": error.get("message"), "innermost_frames": frames_text(error.get("frames"))[:4]}
+
+
+@check("probe.import-error", "Importing numpy, torch, gymnasium or SB3 raised an exception", requires=("probe",))
+def import_error(facts: Mapping[str, Any]) -> Iterable[Finding]:
+    for stage in probe_result(facts).stages:
+        error = stage.error or {}
+        if stage.status is not StageStatus.FAILED or stage.id not in IMPORT_STAGES or error.get("circular_import"):
+            continue
+        yield Finding(
+            id="probe.import-error",
+            severity=Severity.ERROR,
+            title=f"'{stage.title}' fails: {error.get('type')}: {first_line(error.get('message'))}",
+            explanation="The package is installed but cannot be imported; everything that needs it fails the same way.",
+            evidence=error_evidence(stage),
+            remedies=(Remedy("Reinstall it in this environment and read the message above for the library it needs."),),
+        )
+
+
+@check("probe.stage-failed", "A probe stage after the imports raised an exception", requires=("probe",))
+def stage_failed(facts: Mapping[str, Any]) -> Iterable[Finding]:
+    for stage in probe_result(facts).stages:
+        if stage.status is not StageStatus.FAILED or stage.id in IMPORT_STAGES:
+            continue
+        error = stage.error or {}
+        yield Finding(
+            id="probe.stage-failed",
+            severity=Severity.ERROR,
+            title=f"Stage '{stage.title}' fails: {error.get('type')}: {first_line(error.get('message'))}",
+            explanation=STAGE_HINTS.get(stage.id, "The stack imports, but this step of real use fails."),
+            evidence=error_evidence(stage),
+            remedies=(REPORT,),
+        )
+
+
+def first_line(text: Optional[str]) -> str:
+    return (text or "").strip().splitlines()[0][:200] if (text or "").strip() else ""
+
+
+@check("probe.circular-import", "A package is imported while it is still half-initialised (circular import)", requires=("probe",))
+def circular_import(facts: Mapping[str, Any]) -> Iterable[Finding]:
+    for stage in probe_result(facts).stages:
+        circular = (stage.error or {}).get("circular_import")
+        if not circular:
+            continue
+        distribution = circular.get("distribution") or {}
+        package = circular["package"]
+        version = distribution.get("version")
+        cycle = " → ".join(circular.get("cycle") or [])
+        yield Finding(
+            id="probe.circular-import",
+            severity=Severity.ERROR,
+            title=f"Circular import in {package}{' ' + version if version else ''} during '{stage.title}'",
+            explanation=(
+                f"'{circular['module']}' was imported again while it was still initialising ({cycle}). This happens when a "
+                "package's own modules import each other at load time, when two packages import each other, or when a local "
+                f"file or folder named like {package} shadows the real one."
+            ),
+            evidence={**error_evidence(stage), "module": circular["module"], "distribution": distribution, "cycle": circular.get("cycle")},
+            remedies=(
+                Remedy(f"Look for a local {package}.py or {package}/ folder that shadows it:", f"python -c \"import {package}; print({package}.__file__)\""),
+                Remedy(f"Reinstall {distribution.get('distribution') or package} at a release without the cycle:", f"python -m pip install --force-reinstall {distribution.get('distribution') or package}"),
+            ),
+        )
+
+
+@check("probe.bisected", "Which single environment change makes a probe crash or hang go away", requires=("probe",))
+def bisected(facts: Mapping[str, Any]) -> Iterable[Finding]:
+    probe = probe_result(facts)
+    bisection = probe.bisection
+    if bisection is None:
+        return
+    tried = {v.name: v.outcome.value for v in bisection.variations}
+    passing = bisection.passing
+    if not passing:
+        yield Finding(
+            id="probe.bisected",
+            severity=Severity.INFO,
+            title=f"No single environment change made the failure ({bisection.failure}) go away",
+            explanation="The cause is in the installed packages or the machine itself, not in thread, CUDA, CPU-kernel or library-path settings.",
+            evidence={"tried": tried},
+        )
+        return
+    names = ", ".join(v.command for v in passing)
+    yield Finding(
+        id="probe.bisected",
+        severity=Severity.WARNING,
+        title=f"The failure ({bisection.failure}) goes away with: {names}",
+        explanation=" ".join(BY_NAME[v.name].meaning if v.name in BY_NAME else v.summary for v in passing),
+        evidence={"tried": tried, "stage": bisection.stage},
+        remedies=tuple(Remedy(f"Set it before training (in the shell, the job script or the container):", v.command) for v in passing),
+    )
+
+
+@check("probe.multiple-openmp", "Two OpenMP runtimes loaded in one process", requires=("probe",))
+def multiple_openmp(facts: Mapping[str, Any]) -> Iterable[Finding]:
+    stage = probe_result(facts).stage("thread_pools")
+    runtimes = (stage.details.get("openmp_runtimes") if stage else None) or []
+    if len({r.get("filepath") for r in runtimes}) < 2:
+        return
+    prefixes = {r.get("prefix") for r in runtimes}
+    crashing_pair = {"libomp", "libiomp"} <= prefixes
+    yield Finding(
+        id="probe.multiple-openmp",
+        severity=Severity.ERROR if crashing_pair else Severity.WARNING,
+        title=f"{len(runtimes)} OpenMP runtimes are loaded in one process: {', '.join(sorted(p or '?' for p in prefixes))}",
+        explanation=(
+            "Intel OpenMP (libiomp) and LLVM OpenMP (libomp) together cause random crashes and deadlocks on Linux."
+            if crashing_pair
+            else "Two OpenMP runtimes each start their own thread pool; GNU and Intel OpenMP usually coexist, but threads oversubscribe."
+        ),
+        evidence={"runtimes": [r.get("filepath") for r in runtimes]},
+        remedies=(
+            Remedy("Make MKL use GNU OpenMP:", "export MKL_THREADING_LAYER=GNU"),
+            Remedy("Or keep one runtime: install numpy/scipy from PyPI or conda-forge (OpenBLAS) instead of MKL builds."),
+        ),
+        references=("https://github.com/joblib/threadpoolctl/blob/master/multiple_openmp.md",),
+    )

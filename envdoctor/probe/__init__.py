@@ -1,0 +1,25 @@
+"""The crash-isolated probe: run the real stack, stage by stage, in a child, and pin down what crashes.
+
+`run_probe` runs the ladder (target/ladder.py) under the diagnosed interpreter and, when a stage
+crashes or hangs, re-runs it under single environment variations to find the change that makes the
+crash go away. Its result is plain JSON-able data: it is stored as `Report.probe` and judged by the
+pure checks in checks/probe.py, so `check --from` re-judges a recorded probe.
+"""
+
+from typing import Mapping
+
+from envdoctor.probe.bisection import bisect
+from envdoctor.probe.runner import ProbeOptions, run_ladder
+
+
+def run_probe(python: str, environ: Mapping[str, str], options: ProbeOptions = ProbeOptions()) -> dict:
+    """The probe's JSON-able result: the ladder and, when a stage crashed or hung, its bisection."""
+    result = run_ladder(python, environ, options, on_event=options.on_event)
+    if result.fatal and options.on_event:
+        options.on_event({"event": "died", "stage": result.fatal.id, "status": result.fatal.status.value, "reason": result.fatal.reason})
+    if result.fatal and options.bisect:
+        result = bisect(result, environ, options)
+    return result.to_json()
+
+
+__all__ = ["ProbeOptions", "run_probe"]
