@@ -1,0 +1,127 @@
+"""`envdoctor fix`: print a plan that repairs the environment; carry it out only with --apply.
+
+Exit codes: 0 planned, applied and verified, or nothing to do; 1 the plan is refused here, or applying
+it failed (and was rolled back); 2 bad usage.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import click
+
+from envdoctor import engine
+from envdoctor.cli import EXIT_FINDINGS, EXIT_OK, cli
+from envdoctor.cli.check import DEFAULT_REPORT_DIR
+from envdoctor.cli.options import STDOUT, resolve_python, write_output
+from envdoctor.errors import UsageError
+from envdoctor.fix import apply as applying
+from envdoctor.fix import installer as installers
+from envdoctor.fix import record as records
+from envdoctor.fix import render
+from envdoctor.fix.facts import gather
+from envdoctor.fix.mixed_wheels import plan_mixed_wheels
+from envdoctor.fix.pin_cuda import COMPANIONS, Request, plan_pin_cuda
+from envdoctor.fix.plan import Plan
+from envdoctor.fix.threads import plan_threads
+
+SECTIONS = {"pin-cuda": ("target", "gpu", "pythons"), "mixed-wheels": ("target",), "threads": ("cpu", "environ")}
+
+
+def chosen_action(pin_cuda, mixed_wheels, threads, rollback) -> str:
+    chosen = [name for name, on in (("pin-cuda", pin_cuda), ("mixed-wheels", mixed_wheels), ("threads", threads), ("rollback", rollback)) if on]
+    if len(chosen) != 1:
+        raise UsageError("choose one of --pin-cuda X.Y, --mixed-wheels, --threads or --rollback RECORD")
+    return chosen[0]
+
+
+def read_facts(action: str, python: Optional[str], from_report: Optional[str]) -> tuple:
+    """(facts, interpreter): collected now, or as recorded in a report."""
+    if from_report:
+        report = engine.read_report(Path(from_report))
+        return report.facts, report.facts.get("target", {}).get("python", {}).get("executable") or report.target_python
+    target = resolve_python(python)
+    return gather(target, SECTIONS[action]), target
+
+
+def make_plan(action, facts, python, installer_name, request) -> tuple:
+    """(plan, installer) for the action; threads need no installer."""
+    if action == "threads":
+        return plan_threads(facts, python), None
+    installer = installers.choose(facts.get("target", {}), python, installer_name)
+    if action == "pin-cuda":
+        return plan_pin_cuda(facts, installer, request), installer
+    return plan_mixed_wheels(facts, installer), installer
+
+
+def show(plan: Plan, result, fmt: str, json_out: Optional[str]) -> None:
+    if json_out:
+        write_output(render.as_json(plan, result), json_out)
+    if json_out == STDOUT:
+        return
+    if fmt == "json":
+        click.echo(render.as_json(plan, result), nl=False)
+    elif fmt == "sh":
+        click.echo(render.sh(plan), nl=False)
+    elif result is not None:
+        click.echo(render.result_text(result), nl=False)
+
+
+def prompt(plan: Plan) -> bool:
+    count = len(plan.changes)
+    return click.confirm(f"Carry out {count} step{'s' if count != 1 else ''} in {plan.python}?", default=False, err=True)
+
+
+def progress(line: str) -> None:
+    click.echo(line, err=True)
+
+
+def run_rollback(record_path: str, yes: bool, fmt: str, json_out: Optional[str]) -> int:
+    record = records.load(Path(record_path))
+    result = applying.restore(record, progress, confirm=applying.always if yes else prompt)
+    plan = record.plan or Plan("rollback", "rollback", record.installer.python, record.installer.name, ())
+    show(plan, result, fmt, json_out)
+    return EXIT_OK if result.outcome.succeeded else EXIT_FINDINGS
+
+
+@cli.command()
+@click.option("--pin-cuda", "pin_cuda", metavar="X.Y", help="Make torch, torchvision, torchaudio and the NVIDIA wheels one CUDA X.Y stack.")
+@click.option("--torch", "torch_version", metavar="VERSION", help="With --pin-cuda: this torch release instead of the newest that fits.")
+@click.option("--with", "with_packages", multiple=True, type=click.Choice(COMPANIONS), help="With --pin-cuda: also install this companion (default: only those installed).")
+@click.option("--mixed-wheels", is_flag=True, help="Remove the NVIDIA wheel families nothing installed needs.")
+@click.option("--threads", is_flag=True, help="Print the thread-pool variables to export for this machine's usable CPUs.")
+@click.option("--rollback", "rollback", metavar="RECORD", help="Restore the environment recorded by an earlier --apply (its folder or record.json).")
+@click.option("--python", "python", metavar="PATH", help="Interpreter (or venv folder) to fix [default: this one].")
+@click.option("--installer", "installer_name", type=click.Choice(installers.INSTALLERS), help="Installer to run [default: pip if the target has it, else uv].")
+@click.option("--from", "from_report", metavar="REPORT.json", help="Plan for the facts recorded in a report (plan only).")
+@click.option("--apply", "do_apply", is_flag=True, help="Carry the plan out (after recording the environment), verify it, roll back on failure.")
+@click.option("--yes", is_flag=True, help="Do not ask before --apply or --rollback changes anything.")
+@click.option("--force", is_flag=True, help="Plan even when the driver or the GPU cannot run the asked CUDA.")
+@click.option("--format", "fmt", type=click.Choice(["text", "json", "sh"]), default="text", show_default=True, help="How to print the plan.")
+@click.option("--json", "json_out", metavar="PATH|-", help="Also write the plan and its result as JSON.")
+@click.option("--report-dir", type=click.Path(file_okay=False, path_type=Path), default=DEFAULT_REPORT_DIR, show_default=True, help="Where --apply records the environment.")
+def fix(pin_cuda, torch_version, with_packages, mixed_wheels, threads, rollback, python, installer_name, from_report, do_apply, yes, force, fmt, json_out, report_dir) -> int:
+    """Plan a repair as numbered steps; with --apply, carry it out, verify it, and undo it on failure."""
+    action = chosen_action(pin_cuda, mixed_wheels, threads, rollback)
+    if (torch_version or with_packages or force) and action != "pin-cuda":
+        raise UsageError("--torch, --with and --force go with --pin-cuda")
+    if action == "rollback":
+        return run_rollback(rollback, yes, fmt, json_out)
+    if do_apply and from_report:
+        raise UsageError("--apply changes this machine; it cannot apply a plan made for a recorded report")
+    if do_apply and action == "threads":
+        raise UsageError("--threads changes no files; apply it with: eval \"$(envdoctor fix --threads --format sh)\"")
+    facts, target = read_facts(action, python, from_report)
+    plan, installer = make_plan(action, facts, target, installer_name, Request(pin_cuda or "", torch_version, tuple(with_packages), force))
+    if fmt == "text" and json_out != STDOUT:
+        click.echo(render.text(plan), nl=False)
+    if not do_apply:
+        show(plan, None, fmt, json_out)
+        if plan.applicable and fmt == "text" and json_out != STDOUT:
+            click.echo("\nNothing was changed. Run again with --apply to carry out the plan.")
+        return EXIT_FINDINGS if plan.refusal else EXIT_OK
+    confirm = applying.always if yes else prompt
+    result = applying.apply(plan, installer, facts["target"].get("distributions", ()), report_dir, confirm, progress)
+    show(plan, result, fmt, json_out)
+    return EXIT_OK if result.outcome.succeeded else EXIT_FINDINGS

@@ -1,0 +1,203 @@
+"""`fix --pin-cuda X.Y`: one consistent torch + CUDA stack in the target environment.
+
+The newest torch release with a cuXY build for the target's Python is chosen from the knowledge matrix
+(or the one named), with the torchvision/torchaudio of the same minor, exact `+cuXY` versions and the
+index form of that era. NVIDIA wheels of other CUDA families go, and so does anything that pins a
+torch the new one does not satisfy. The plan is refused when the driver is known to be too old or the
+GPU has no kernels in that build; when no build fits the Python, a new environment is planned instead.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any, List, Mapping, Optional, Sequence, Tuple
+
+from envdoctor.errors import UsageError
+from envdoctor.fix.installer import Installer
+from envdoctor.fix.new_env import plan_new_environment
+from envdoctor.fix.plan import Expectation, Plan, Step, StepKind, StepStatus
+from envdoctor.fix.requires import families_installed, families_needed, installed, pinning_other_torch, python_minor, target
+from envdoctor.fix.verify import import_torch_argv
+from envdoctor.knowledge import arches, drivers
+from envdoctor.knowledge.torch_matrix import TorchRelease, find, install_args, releases, variant_tag
+from envdoctor.knowledge.wheels import torch_family
+
+CUDA_VERSION = re.compile(r"^\d+\.\d+$")
+COMPANIONS = ("torchvision", "torchaudio")
+
+
+@dataclass(frozen=True)
+class Request:
+    """What the user asked for."""
+
+    cuda: str
+    torch: Optional[str] = None
+    with_packages: Tuple[str, ...] = ()
+    force: bool = False
+
+
+def known_variants() -> List[str]:
+    return sorted({c for r in releases() for c in r.cuda}, key=lambda c: tuple(int(p) for p in c.split(".")))
+
+
+def validate(request: Request) -> Optional[TorchRelease]:
+    """The release named by --torch, checked against the matrix; bad input is a usage error."""
+    if not CUDA_VERSION.match(request.cuda) or request.cuda not in known_variants():
+        raise UsageError(f"--pin-cuda {request.cuda}: torch has wheels for CUDA {', '.join(known_variants())}")
+    unknown = [p for p in request.with_packages if p not in COMPANIONS]
+    if unknown:
+        raise UsageError(f"--with {', '.join(unknown)}: only {' and '.join(COMPANIONS)} are versioned with torch")
+    if not request.torch:
+        return None
+    release = find(request.torch)
+    if release is None:
+        raise UsageError(f"--torch {request.torch}: not in the torch matrix ({releases()[0].torch} … {releases()[-1].torch})")
+    if request.torch.count(".") >= 2 and request.torch != release.torch:
+        raise UsageError(f"--torch {request.torch}: the matrix pairs torchvision/torchaudio with {release.torch}; ask for {release.torch}")
+    if request.cuda not in release.cuda:
+        raise UsageError(f"--torch {release.torch} has no CUDA {request.cuda} build (it has {', '.join(release.cuda)})")
+    return release
+
+
+def target_os(facts: Mapping[str, Any]) -> str:
+    return "windows" if target(facts).get("python", {}).get("platform") == "win32" else "linux"
+
+
+def driver_verdict(facts: Mapping[str, Any], cuda: str) -> Tuple[Optional[str], Optional[str]]:
+    """(refusal, note) about whether the installed driver runs CUDA `cuda`."""
+    gpu = facts.get("gpu") or {}
+    driver = (gpu.get("driver") or {}).get("version")
+    least = drivers.minimum_driver(cuda, target_os(facts))
+    if not driver:
+        why = gpu.get("reason") or gpu.get("error") or "no driver facts"
+        return None, f"driver unknown ({why}): CUDA {cuda} wheels need driver ≥ {least or 'unknown'}; not checked"
+    if drivers.driver_satisfies(driver, cuda, target_os(facts)):
+        return None, f"driver {driver} runs CUDA {cuda} (needs ≥ {least})"
+    return f"driver {driver} is too old for CUDA {cuda}: it needs driver ≥ {least}; update the driver or pin an older CUDA", None
+
+
+def arch_verdict(facts: Mapping[str, Any], release: TorchRelease, cuda: str) -> Tuple[Optional[str], Tuple[str, ...]]:
+    """(refusal, notes) about whether every GPU has kernels in the chosen build."""
+    tag, notes = variant_tag(cuda), []
+    if arches.arch_list(tag, release.torch) is None:
+        return None, (f"no architecture list known for torch {release.torch}+{tag}; GPU support not checked",)
+    for gpu in (facts.get("gpu") or {}).get("gpus", ()):
+        capability = gpu.get("compute_capability")
+        if not capability:
+            continue
+        support = arches.support(capability, tag, release.torch)
+        if support is None:
+            others = ", ".join(arches.variants_supporting(capability, release.torch)) or "none"
+            return f"{gpu.get('name')} (compute capability {capability}) has no kernels in torch {release.torch}+{tag}; builds that have them: {others}", ()
+        if support == arches.PTX:
+            row = drivers.requirement(cuda)
+            toolkit = row.toolkit(target_os(facts)) if row else "unknown"
+            notes.append(f"{gpu.get('name')} (compute capability {capability}) runs torch {release.torch}+{tag} only through PTX JIT, which needs driver ≥ {toolkit}")
+    return None, tuple(notes)
+
+
+def choose_release(facts: Mapping[str, Any], request: Request, named: Optional[TorchRelease]) -> Optional[TorchRelease]:
+    """The newest release with a cuXY build for the target's Python (or the named one if it fits)."""
+    minor = python_minor(facts)
+    candidates = [named] if named else [r for r in releases() if request.cuda in r.cuda]
+    fitting = [r for r in candidates if minor in r.python]
+    return fitting[-1] if fitting else None
+
+
+def packages_for(facts: Mapping[str, Any], release: TorchRelease, request: Request) -> Tuple[List[str], List[str]]:
+    """torch plus the companions that are installed or asked for, and those the release has no version of."""
+    present = installed(facts)
+    wanted = [n for n in COMPANIONS if n in present or n in request.with_packages]
+    return ["torch", *(n for n in wanted if release.companion(n))], [n for n in wanted if not release.companion(n)]
+
+
+def keep_step(facts: Mapping[str, Any], name: str, release: TorchRelease) -> Step:
+    version = installed(facts).get(name, {}).get("version", "(not installed)")
+    return Step(StepKind.INSTALL, f"Keep {name} {version}", f"no {name} was released for torch {release.torch}; it does not pin torch", StepStatus.SKIPPED)
+
+
+def uninstall_step(installer: Installer, names: Sequence[str], summary: str, reason: str, nothing: str) -> Step:
+    if not names:
+        return Step(StepKind.UNINSTALL, summary, nothing, StepStatus.SKIPPED)
+    return Step(StepKind.UNINSTALL, summary, reason, argv=installer.uninstall(names))
+
+
+def install_step(facts: Mapping[str, Any], installer: Installer, release: TorchRelease, cuda: str, packages: Sequence[str], why: str) -> Step:
+    args = install_args(release, cuda, packages)
+    pins = [a for a in args if "==" in a]
+    present = installed(facts)
+    if all(present.get(pin.split("==")[0], {}).get("version") == pin.split("==")[1] for pin in pins):
+        return Step(StepKind.INSTALL, f"Install {' '.join(pins)}", "already installed at exactly these versions", StepStatus.SKIPPED)
+    return Step(StepKind.INSTALL, f"Install {' '.join(pins)}", why, argv=installer.install(args))
+
+
+def dependents_note(facts: Mapping[str, Any], removed_families: Sequence[str]) -> Tuple[str, ...]:
+    """Who else loses CUDA libraries when a family goes (torch itself is being replaced)."""
+    needed = families_needed(facts, excluding=("torch", *COMPANIONS))
+    return tuple(
+        f"{', '.join(needed[f])} also require{'s' if len(needed[f]) == 1 else ''} {f} wheels and lose them"
+        for f in removed_families
+        if f in needed
+    )
+
+
+def plan_pin_cuda(facts: Mapping[str, Any], installer: Installer, request: Request) -> Plan:
+    """The plan for `fix --pin-cuda`; pure: facts in, plan out."""
+    named = validate(request)
+    cuda, tag, minor = request.cuda, variant_tag(request.cuda), python_minor(facts)
+    refusal, driver_note = driver_verdict(facts, cuda)
+    notes = tuple(n for n in (driver_note,) if n)
+    if refusal and request.force:
+        notes, refusal = notes + (f"--force: planned although {refusal}",), None
+    release = choose_release(facts, request, named)
+    if release is None:
+        offered = named or [r for r in releases() if cuda in r.cuda][-1]
+        no_fit = f"no torch build for CUDA {cuda} supports Python {minor} (torch {offered.torch} {tag} wheels need Python {offered.python[0]}–{offered.python[-1]})"
+        packages = ["torch", *(n for n in COMPANIONS if n in installed(facts) or n in request.with_packages)]
+        return plan_new_environment(facts, named, cuda, packages, refusal or no_fit, notes)
+    arch_refusal, arch_notes = arch_verdict(facts, release, cuda)
+    if arch_refusal and request.force:
+        arch_notes, arch_refusal = arch_notes + (f"--force: planned although {arch_refusal}",), None
+    family = torch_family(cuda)
+    present_families = families_installed(facts)
+    other_families = [f for f in present_families if f != family]
+    stray = sorted(n for f in other_families for n in present_families[f])
+    packages, unreleased = packages_for(facts, release, request)
+    new_torch = f"{release.torch}+{tag}"
+    pinning = pinning_other_torch(facts, new_torch, replaced=packages)
+    why = f"asked with --torch {request.torch}" if named else f"the newest torch with a {tag} build for Python {minor}"
+    steps = (
+        uninstall_step(
+            installer, stray,
+            f"Remove the NVIDIA wheels of other CUDA families ({', '.join(other_families) or 'none'})",
+            f"torch {new_torch} uses {family} libraries; {', '.join(other_families)} wheels beside them get mixed into one process",
+            f"no NVIDIA wheels of a family other than {family} are installed",
+        ),
+        uninstall_step(
+            installer, sorted(pinning),
+            f"Remove packages that pin another torch: {', '.join(f'{n} ({r})' for n, r in sorted(pinning.items())) or 'none'}",
+            f"they exclude torch {new_torch}; reinstall versions that allow it afterwards",
+            f"no installed package excludes torch {new_torch}",
+        ),
+        install_step(facts, installer, release, cuda, packages, f"{why} (torch {release.torch} supports Python {release.python[0]}–{release.python[-1]})"),
+        *(keep_step(facts, name, release) for name in unreleased if name not in pinning),
+        Step(StepKind.VERIFY, f"Check that torch imports as {new_torch}", "a fresh interpreter loads the new stack", argv=import_torch_argv(installer.python)),
+    )
+    pins = [a for a in install_args(release, cuda, packages) if "==" in a]
+    return Plan(
+        action="pin-cuda",
+        title=f"Pin torch to CUDA {cuda}: torch {new_torch} for Python {minor}",
+        python=installer.python,
+        installer=installer.name,
+        steps=steps,
+        refusal=refusal or arch_refusal,
+        notes=notes + arch_notes + dependents_note(facts, other_families),
+        expect=Expectation(
+            installed=dict(p.split("==", 1) for p in pins),
+            absent=tuple(stray) + tuple(sorted(pinning)),
+            torch_version=new_torch,
+            torch_imports=True,
+            families=(family,) if family else (),
+        ),
+    )

@@ -1,0 +1,161 @@
+"""A fix plan: numbered steps, each planned or skipped with its reason, decided before anything runs.
+
+Planning is pure (facts in, plan out), so the plan a user reads is exactly the plan `--apply` carries
+out, and a plan can be recorded next to the environment it changed and read back for a rollback.
+"""
+
+from __future__ import annotations
+
+import enum
+import shlex
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Optional, Tuple
+
+
+class StepStatus(enum.Enum):
+    PLANNED = "planned"
+    SKIPPED = "skipped"
+
+
+class StepKind(enum.Enum):
+    """What a step does; only the first three change anything on disk."""
+
+    UNINSTALL = "uninstall"
+    INSTALL = "install"
+    CREATE_ENV = "create-env"
+    EXPORT = "export"
+    VERIFY = "verify"
+
+    @property
+    def changes_environment(self) -> bool:
+        return self in (StepKind.UNINSTALL, StepKind.INSTALL, StepKind.CREATE_ENV)
+
+
+@dataclass(frozen=True)
+class Step:
+    """One step: what it does, why (or why not), and the exact command."""
+
+    kind: StepKind
+    summary: str
+    reason: str
+    status: StepStatus = StepStatus.PLANNED
+    argv: Tuple[str, ...] = ()
+
+    @property
+    def planned(self) -> bool:
+        return self.status is StepStatus.PLANNED
+
+    @property
+    def command(self) -> str:
+        return shlex.join(self.argv)
+
+    def to_json(self) -> dict:
+        return {
+            "kind": self.kind.value,
+            "status": self.status.value,
+            "summary": self.summary,
+            "reason": self.reason,
+            "argv": list(self.argv),
+            "command": self.command,
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> "Step":
+        return cls(
+            kind=StepKind(data["kind"]),
+            summary=data["summary"],
+            reason=data["reason"],
+            status=StepStatus(data["status"]),
+            argv=tuple(data.get("argv", ())),
+        )
+
+
+@dataclass(frozen=True)
+class Expectation:
+    """What the environment must look like after the plan ran; checked in a fresh child process."""
+
+    installed: Mapping[str, str] = field(default_factory=dict)
+    absent: Tuple[str, ...] = ()
+    torch_version: Optional[str] = None
+    torch_imports: bool = False
+    families: Optional[Tuple[str, ...]] = None  # CUDA wheel families allowed afterwards; None: not checked
+
+    def to_json(self) -> dict:
+        return {
+            "installed": dict(self.installed),
+            "absent": list(self.absent),
+            "families": None if self.families is None else list(self.families),
+            "torch_version": self.torch_version,
+            "torch_imports": self.torch_imports,
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> "Expectation":
+        return cls(
+            installed=dict(data.get("installed", {})),
+            absent=tuple(data.get("absent", ())),
+            families=None if data.get("families") is None else tuple(data["families"]),
+            torch_version=data.get("torch_version"),
+            torch_imports=bool(data.get("torch_imports")),
+        )
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Numbered steps for one fix of one interpreter's environment.
+
+    `refusal` says why the change must not be made in this environment. When `in_place` is False the
+    steps are the way out instead (a new environment), so they may still be run by hand.
+    """
+
+    action: str
+    title: str
+    python: str
+    installer: str
+    steps: Tuple[Step, ...]
+    refusal: Optional[str] = None
+    in_place: bool = True
+    notes: Tuple[str, ...] = ()
+    expect: Expectation = field(default_factory=Expectation)
+
+    @property
+    def blocked(self) -> bool:
+        """Refused with nothing offered to run instead."""
+        return self.refusal is not None and self.in_place
+
+    @property
+    def changes(self) -> Tuple[Step, ...]:
+        """The planned steps that change the environment, in order."""
+        return tuple(s for s in self.steps if s.planned and s.kind.changes_environment)
+
+    @property
+    def applicable(self) -> bool:
+        return self.refusal is None and self.in_place and bool(self.changes)
+
+    def to_json(self) -> dict:
+        return {
+            "action": self.action,
+            "title": self.title,
+            "python": self.python,
+            "installer": self.installer,
+            "refusal": self.refusal,
+            "in_place": self.in_place,
+            "applicable": self.applicable,
+            "steps": [dict(step.to_json(), number=n) for n, step in enumerate(self.steps, 1)],
+            "notes": list(self.notes),
+            "expect": self.expect.to_json(),
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> "Plan":
+        return cls(
+            action=data["action"],
+            title=data["title"],
+            python=data["python"],
+            installer=data["installer"],
+            steps=tuple(Step.from_json(s) for s in data["steps"]),
+            refusal=data.get("refusal"),
+            in_place=data.get("in_place", True),
+            notes=tuple(data.get("notes", ())),
+            expect=Expectation.from_json(data.get("expect", {})),
+        )

@@ -1,0 +1,322 @@
+"""Plans of `envdoctor fix`, built from facts of the shape the collectors produce.
+
+Expected torch versions come from the release table in the domain notes (§2: torch ↔ torchvision ↔
+torchaudio ↔ Python ↔ CUDA variants), written out here independently of the knowledge CSV.
+"""
+
+from __future__ import annotations
+
+from typing import Iterable, Optional, Sequence, Tuple
+
+import pytest
+
+from envdoctor.errors import UsageError
+from envdoctor.fix.installer import Installer
+from envdoctor.fix.mixed_wheels import plan_mixed_wheels
+from envdoctor.fix.pin_cuda import Request, plan_pin_cuda
+from envdoctor.fix.plan import Plan, StepKind, StepStatus
+from envdoctor.fix.threads import plan_threads
+
+PY = "/envs/seed/bin/python"
+PIP = Installer("pip", PY)
+CU12_TORCH_231 = (
+    "nvidia-cuda-nvrtc-cu12", "nvidia-cuda-runtime-cu12", "nvidia-cuda-cupti-cu12", "nvidia-cudnn-cu12",
+    "nvidia-cublas-cu12", "nvidia-cufft-cu12", "nvidia-curand-cu12", "nvidia-cusolver-cu12",
+    "nvidia-cusparse-cu12", "nvidia-nccl-cu12", "nvidia-nvtx-cu12",
+)
+LINUX = ' ; platform_system == "Linux" and platform_machine == "x86_64"'
+
+
+def dist(name: str, version: str, *requires: str) -> dict:
+    return {"name": name, "version": version, "location": "/envs/seed/lib/site-packages", "requires": list(requires)}
+
+
+def torch_231_cu121() -> list:
+    """torch 2.3.1 from PyPI (its default cu121 build) with the cu12 wheels it pins (PyPI metadata shape)."""
+    return [
+        dist("torch", "2.3.1", "filelock", *(f"{n}==12.1.105{LINUX}" for n in CU12_TORCH_231), f"triton==2.3.1{LINUX}"),
+        *(dist(n, "12.1.105") for n in CU12_TORCH_231),
+        dist("nvidia-nvjitlink-cu12", "12.9.86"),
+        dist("triton", "2.3.1", "filelock"),
+        dist("filelock", "3.13.1"),
+    ]
+
+
+def facts(
+    python: Tuple[int, int, int] = (3, 8, 18),
+    dists: Iterable[dict] = (),
+    torch_cuda: Optional[str] = None,
+    torch_version: Optional[str] = None,
+    driver: Optional[str] = None,
+    gpus: Sequence[dict] = (),
+    pythons: Sequence[dict] = (),
+    conda: Optional[str] = None,
+) -> dict:
+    """Facts shaped like the target, gpu and pythons collectors' output."""
+    return {
+        "target": {
+            "python": {
+                "version": ".".join(map(str, python)),
+                "version_info": list(python),
+                "executable": PY,
+                "prefix": "/envs/seed",
+                "is_venv": True,
+                "platform": "linux",
+            },
+            "installers": {"pip": "24.0", "uv": None},
+            "distributions": list(dists),
+            "torch_build": {"version": torch_version, "cuda": torch_cuda} if torch_version else None,
+        },
+        "gpu": {"source": "nvml", "driver": {"version": driver, "cuda": None}, "gpus": list(gpus)} if driver
+        else {"source": "none", "driver": None, "gpus": [], "reason": "no NVIDIA driver (no /proc/driver/nvidia)"},
+        "pythons": {"interpreters": list(pythons), "conda": conda},
+    }
+
+
+def seed_facts(*extra: dict, python=(3, 8, 18), driver=None) -> dict:
+    return facts(python, [*torch_231_cu121(), *extra], torch_cuda="12.1", torch_version="2.3.1+cu121", driver=driver)
+
+
+def install_step(plan: Plan):
+    return next(s for s in plan.steps if s.kind is StepKind.INSTALL and s.planned)
+
+
+def pin(f: dict, cuda: str, **request) -> Plan:
+    return plan_pin_cuda(f, PIP, Request(cuda, **request))
+
+
+# --- the seed: Python 3.8, torch 2.3.1+cu121 with cu12 wheels, pin 11.6 ---------------------------
+
+
+def test_seed_case_pins_1_13_1_cu116_and_removes_every_cu12_wheel():
+    plan = pin(seed_facts(dist("torchvision", "0.18.1", "torch==2.3.1"), dist("torchaudio", "2.3.1", "torch==2.3.1")), "11.6")
+    assert plan.applicable and plan.in_place
+    remove, pinned, install, verify = plan.steps
+    assert remove.argv == (PY, "-m", "pip", "uninstall", "-y", *sorted((*CU12_TORCH_231, "nvidia-nvjitlink-cu12")))
+    assert pinned.status is StepStatus.SKIPPED
+    assert install.argv == (
+        PY, "-m", "pip", "install",
+        "torch==1.13.1+cu116", "torchvision==0.14.1+cu116", "torchaudio==0.13.1+cu116",
+        "--extra-index-url", "https://download.pytorch.org/whl/cu116",
+    )
+    assert verify.kind is StepKind.VERIFY and verify.argv[0] == PY
+    assert plan.expect.installed == {"torch": "1.13.1+cu116", "torchvision": "0.14.1+cu116", "torchaudio": "0.13.1+cu116"}
+    assert set(plan.expect.absent) == {*CU12_TORCH_231, "nvidia-nvjitlink-cu12"}
+    assert plan.expect.families == ("cu11",)
+    assert any(note.startswith("driver unknown (no NVIDIA driver") for note in plan.notes)
+
+
+def test_seed_case_without_companions_installs_torch_alone():
+    plan = pin(seed_facts(), "11.6")
+    assert install_step(plan).argv[4:] == ("torch==1.13.1+cu116", "--extra-index-url", "https://download.pytorch.org/whl/cu116")
+
+
+def test_companion_is_added_when_asked():
+    plan = pin(seed_facts(), "11.6", with_packages=("torchvision",))
+    assert "torchvision==0.14.1+cu116" in install_step(plan).argv
+
+
+def test_packages_that_pin_the_old_torch_are_removed_and_others_kept():
+    plan = pin(seed_facts(dist("my-extension", "1.0", "torch==2.3.1"), dist("stable-baselines3", "2.0.0", "torch>=1.11")), "11.6")
+    pinned = plan.steps[1]
+    assert pinned.planned and pinned.argv[-1:] == ("my-extension",)
+    assert "my-extension (torch==2.3.1)" in pinned.summary
+    assert "stable-baselines3" not in " ".join(a for s in plan.steps for a in s.argv)
+
+
+def test_extra_only_torch_requirements_do_not_count_as_pins():
+    plan = pin(seed_facts(dist("gymnasium", "0.29.1", 'torch>=2.3; extra == "all"')), "11.6")
+    assert plan.steps[1].status is StepStatus.SKIPPED
+
+
+def test_already_pinned_environment_has_nothing_to_change():
+    done = facts((3, 8, 18), [dist("torch", "1.13.1+cu116", "typing-extensions")], torch_cuda="11.6", torch_version="1.13.1+cu116")
+    plan = pin(done, "11.6")
+    assert not plan.changes and not plan.applicable
+    assert plan.steps[2].reason == "already installed at exactly these versions"
+
+
+# --- Python outside every build of the asked CUDA: a new environment ------------------------------
+
+
+def test_python_3_11_pin_11_6_is_refused_in_place_with_a_venv_from_a_found_python():
+    f = seed_facts(python=(3, 11, 9))
+    f["pythons"]["interpreters"] = [
+        {"minor": "3.9", "path": "/usr/bin/python3.9"},
+        {"minor": "3.10", "path": "/opt/pyenv/versions/3.10.13/bin/python3.10"},
+        {"minor": "3.12", "path": "/usr/bin/python3.12"},
+    ]
+    f["target"]["distributions"].append(dist("stable-baselines3", "2.3.2", "torch>=1.13", "numpy"))
+    f["target"]["distributions"].append(dist("numpy", "1.26.4"))
+    plan = pin(f, "11.6")
+    assert not plan.in_place and not plan.applicable and not plan.blocked
+    assert "Python 3.11" in plan.refusal and "3.7–3.10" in plan.refusal
+    create, install, rest, verify = plan.steps
+    assert create.kind is StepKind.CREATE_ENV
+    assert create.argv == ("/opt/pyenv/versions/3.10.13/bin/python3.10", "-m", "venv", "/envs/seed-cu116")
+    assert install.argv == (
+        "/envs/seed-cu116/bin/python", "-m", "pip", "install",
+        "torch==1.13.1+cu116", "--extra-index-url", "https://download.pytorch.org/whl/cu116",
+    )
+    assert rest.argv[-4:] == ("torch==1.13.1+cu116", "stable-baselines3", "--extra-index-url", "https://download.pytorch.org/whl/cu116")[-4:]
+    assert "numpy" not in rest.argv and "filelock" not in rest.argv
+    assert verify.argv[0] == "/envs/seed-cu116/bin/python"
+
+
+def test_without_a_fitting_interpreter_the_new_environment_is_conda():
+    f = seed_facts(python=(3, 11, 9))
+    f["pythons"] = {"interpreters": [{"minor": "3.12", "path": "/usr/bin/python3.12"}], "conda": "/opt/conda/bin/conda"}
+    create = pin(f, "11.6").steps[0]
+    assert create.argv == ("/opt/conda/bin/conda", "create", "-y", "-n", "torch-cu116", "python=3.10")
+
+
+def test_without_interpreter_or_conda_the_plan_says_what_to_install():
+    create = pin(seed_facts(python=(3, 11, 9)), "11.6").steps[0]
+    assert create.argv[0] == "conda" and "install Miniconda first" in create.reason
+
+
+# --- a table of pins across Pythons, against the release table (domain notes §2) -------------------
+
+PIN_TABLE = [
+    # cuda, python, torch (newest with that variant and Python), index flag
+    ("10.2", (3, 9, 18), "1.12.1+cu102", "--extra-index-url"),
+    ("11.7", (3, 10, 13), "2.0.1+cu117", "--index-url"),
+    ("11.7", (3, 11, 9), "2.0.1+cu117", "--index-url"),
+    ("11.8", (3, 8, 18), "2.4.1+cu118", "--index-url"),
+    ("11.8", (3, 12, 4), "2.7.1+cu118", "--index-url"),
+    ("12.1", (3, 8, 18), "2.4.1+cu121", "--index-url"),
+    ("12.1", (3, 11, 9), "2.5.1+cu121", "--index-url"),
+    ("12.1", (3, 13, 0), "2.5.1+cu121", "--index-url"),
+    ("12.4", (3, 9, 18), "2.6.0+cu124", "--index-url"),
+    ("12.6", (3, 9, 18), "2.8.0+cu126", "--index-url"),
+    ("12.6", (3, 11, 9), "2.14.1+cu126", "--index-url"),
+    ("12.8", (3, 9, 18), "2.8.0+cu128", "--index-url"),
+    ("12.8", (3, 12, 4), "2.11.0+cu128", "--index-url"),
+    ("13.0", (3, 10, 13), "2.14.1+cu130", "--index-url"),
+    ("13.0", (3, 13, 0), "2.14.1+cu130", "--index-url"),
+]
+
+
+@pytest.mark.parametrize("cuda,python,torch,flag", PIN_TABLE)
+def test_pin_table(cuda, python, torch, flag):
+    plan = pin(seed_facts(python=python), cuda)
+    tag = torch.split("+")[1]
+    assert plan.applicable, plan.refusal
+    assert install_step(plan).argv[4:] == (f"torch=={torch}", flag, f"https://download.pytorch.org/whl/{tag}")
+    assert plan.expect.torch_version == torch
+
+
+@pytest.mark.parametrize("cuda,python,new_torch", [("11.8", (3, 14, 0), "2.7.1"), ("12.6", (3, 8, 18), "2.14.1"), ("13.0", (3, 9, 18), "2.14.1")])
+def test_pins_no_build_supports_are_planned_as_a_new_environment(cuda, python, new_torch):
+    f = seed_facts(python=python)
+    f["pythons"]["interpreters"] = [{"minor": m, "path": f"/usr/bin/python{m}"} for m in ("3.10", "3.12", "3.13")]
+    plan = pin(f, cuda)
+    assert not plan.in_place and f"Python {python[0]}.{python[1]}" in plan.refusal
+    assert plan.expect.torch_version.startswith(new_torch + "+")
+    assert plan.steps[0].argv[0] in ("/usr/bin/python3.13", "/usr/bin/python3.12")
+
+
+def test_pin_13_0_keeps_cu13_wheels_and_removes_cu12_and_cu11():
+    f = seed_facts(dist("nvidia-cudnn-cu11", "8.5.0.96"), dist("nvidia-cublas", "13.0.0.19"), dist("cuda-toolkit", "13.0.2"), python=(3, 12, 4))
+    plan = pin(f, "13.0", with_packages=("torchvision",))
+    removed = plan.steps[0].argv[5:]
+    assert "nvidia-cudnn-cu11" in removed and "nvidia-cublas-cu12" in removed
+    assert "nvidia-cublas" not in removed and "cuda-toolkit" not in removed
+    assert install_step(plan).argv[4:] == ("torch==2.14.1+cu130", "torchvision==0.29.1+cu130", "--index-url", "https://download.pytorch.org/whl/cu130")
+
+
+def test_torchaudio_without_a_release_goes_when_it_pins_the_old_torch_and_stays_otherwise():
+    pinning = pin(seed_facts(dist("torchaudio", "2.3.1", "torch==2.3.1"), python=(3, 12, 4)), "13.0")
+    assert "torchaudio" in pinning.steps[1].argv
+    loose = pin(seed_facts(dist("torchaudio", "2.11.0"), python=(3, 12, 4)), "13.0")
+    keep = [s for s in loose.steps if s.summary.startswith("Keep torchaudio")]
+    assert keep and keep[0].status is StepStatus.SKIPPED and "no torchaudio was released for torch 2.14.1" in keep[0].reason
+
+
+def test_named_torch_release():
+    plan = pin(seed_facts(), "12.1", torch="2.3")
+    assert install_step(plan).argv[4] == "torch==2.3.1+cu121"
+
+
+@pytest.mark.parametrize("cuda,torch,message", [
+    ("12.4", "2.3", "has no CUDA 12.4 build"),
+    ("12.1", "2.3.0", "ask for 2.3.1"),
+    ("12.1", "0.4", "not in the torch matrix"),
+    ("9.9", None, "torch has wheels for CUDA"),
+    ("cu121", None, "torch has wheels for CUDA"),
+])
+def test_bad_requests_are_usage_errors(cuda, torch, message):
+    with pytest.raises(UsageError, match=message):
+        pin(seed_facts(), cuda, torch=torch)
+
+
+# --- driver and GPU ---------------------------------------------------------------------------------
+
+
+def test_driver_470_refuses_pin_12_1_with_the_minimum_driver():
+    plan = pin(seed_facts(driver="470.57.02"), "12.1")
+    assert plan.blocked and not plan.applicable
+    assert plan.refusal.startswith("driver 470.57.02 is too old for CUDA 12.1: it needs driver ≥ 525.60.13")
+
+
+def test_force_plans_past_an_old_driver():
+    plan = pin(seed_facts(driver="470.57.02"), "12.1", force=True)
+    assert plan.applicable and any(n.startswith("--force: planned although driver 470.57.02") for n in plan.notes)
+
+
+@pytest.mark.parametrize("driver,cuda,ok", [("470.57.02", "11.6", True), ("535.104.05", "12.6", True), ("535.104.05", "13.0", False), ("580.65.06", "13.0", True), ("450.51.05", "11.8", False)])
+def test_driver_floors(driver, cuda, ok):
+    plan = pin(seed_facts(driver=driver, python=(3, 10, 13)), cuda)
+    assert (plan.refusal is None) is ok, plan.refusal
+
+
+def test_gpu_without_kernels_in_the_build_is_refused():
+    f = seed_facts(driver="580.65.06", python=(3, 12, 4))
+    f["gpu"]["gpus"] = [{"index": 0, "name": "NVIDIA GeForce GTX 1080", "compute_capability": "6.1"}]
+    plan = pin(f, "13.0")
+    assert plan.blocked and "compute capability 6.1" in plan.refusal and "cu126" in plan.refusal
+    assert pin(f, "12.6").applicable
+
+
+# --- mixed wheels and threads -----------------------------------------------------------------------
+
+
+def test_mixed_wheels_with_cpu_torch_drops_both_families():
+    f = facts((3, 11, 9), [dist("torch", "2.13.0+cpu", "filelock"), dist("nvidia-cuda-runtime-cu11", "11.7.99"), dist("nvidia-cuda-runtime-cu12", "12.1.105")], torch_version="2.13.0+cpu")
+    plan = plan_mixed_wheels(f, PIP)
+    assert plan.steps[0].argv == (PY, "-m", "pip", "uninstall", "-y", "nvidia-cuda-runtime-cu11", "nvidia-cuda-runtime-cu12")
+    assert plan.expect.families == () and plan.expect.torch_imports
+
+
+def test_mixed_wheels_keeps_the_family_torch_needs():
+    f = seed_facts(dist("nvidia-cudnn-cu11", "8.5.0.96"), dist("nvidia-cublas-cu11", "11.10.3.66"))
+    plan = plan_mixed_wheels(f, PIP)
+    assert plan.steps[0].argv[5:] == ("nvidia-cublas-cu11", "nvidia-cudnn-cu11")
+    assert "cu12 (needed by torch)" in plan.steps[0].reason
+
+
+def test_mixed_wheels_changes_nothing_when_both_families_are_required():
+    f = seed_facts(dist("tensorflow", "2.14.0", f"nvidia-cublas-cu11==11.11.3.6 ; extra == 'and-cuda'"), dist("nvidia-cublas-cu11", "11.11.3.6"))
+    plan = plan_mixed_wheels(f, PIP)
+    assert not plan.changes and "use separate environments" in plan.steps[0].reason and "tensorflow" in plan.steps[0].reason
+
+
+def test_mixed_wheels_with_one_family_has_nothing_to_do():
+    assert not plan_mixed_wheels(seed_facts(), PIP).changes
+
+
+def test_threads_exports_the_usable_cpus():
+    f = {"cpu": {"usable_cpus": 4}, "environ": {"variables": {"OMP_NUM_THREADS": "4", "MKL_NUM_THREADS": "64", "NUMEXPR_NUM_THREADS": "32"}}}
+    plan = plan_threads(f, PY)
+    assert [(s.status, s.command) for s in plan.steps] == [
+        (StepStatus.SKIPPED, ""),
+        (StepStatus.PLANNED, "export MKL_NUM_THREADS=4"),
+        (StepStatus.PLANNED, "export OPENBLAS_NUM_THREADS=4"),
+        (StepStatus.PLANNED, "export NUMEXPR_NUM_THREADS=4"),
+    ]
+    assert not plan.changes
+
+
+def test_plan_json_round_trip():
+    plan = pin(seed_facts(dist("torchvision", "0.18.1", "torch==2.3.1")), "11.6")
+    assert Plan.from_json(plan.to_json()) == plan
