@@ -1,0 +1,108 @@
+"""Which Python produced a cloudpickled code object, read from its layout and its bytecode.
+
+cloudpickle rebuilds a function with `CodeType(*args)`; the number of args is fixed per Python
+family (15 up to 3.7, 16 for 3.8–3.10, 18 from 3.11). Within a family the bytecode narrows it down:
+every opcode must exist in that version, and from 3.11 the prologue must end in that version's RESUME
+(151 on 3.11/3.12, 149 on 3.13). Facts: knowledge notes "sb3-model-files" §3b; opcode tables in
+opcodes.json (dis.opmap of each CPython).
+"""
+
+from __future__ import annotations
+
+import json
+from functools import lru_cache
+from pathlib import Path
+from typing import Iterable, List, Optional, Sequence, Tuple
+
+LAYOUTS = {15: "3.7 or older", 16: "3.8–3.10", 18: "3.11+"}
+FAMILY_MINORS = {15: (), 16: ("3.8", "3.9", "3.10"), 18: ("3.11", "3.12", "3.13")}
+
+
+@lru_cache(maxsize=1)
+def opcode_tables() -> dict:
+    return json.loads((Path(__file__).with_name("opcodes.json")).read_text(encoding="utf-8"))["versions"]
+
+
+def minor_of(version: Optional[str]) -> Optional[str]:
+    """ "3.11.7" → "3.11"."""
+    if not version:
+        return None
+    parts = version.split(".")
+    return ".".join(parts[:2]) if len(parts) >= 2 and parts[0].isdigit() and parts[1].isdigit() else None
+
+
+def family_of_minor(minor: Optional[str]) -> Optional[int]:
+    """The CodeType arg count a Python minor version uses (the layout family)."""
+    if not minor:
+        return None
+    major, _, rest = minor.partition(".")
+    number = (int(major), int(rest)) if major.isdigit() and rest.isdigit() else None
+    if number is None:
+        return None
+    if number <= (3, 7):
+        return 15
+    return 16 if number <= (3, 10) else 18
+
+
+def opcodes(code: bytes) -> List[int]:
+    """The opcode of every 2-byte code unit (wordcode since 3.6; 3.11+ inline caches are CACHE=0 units)."""
+    return list(code[0::2])
+
+
+def undefined_opcodes(code: bytes, defined: Iterable[int]) -> List[int]:
+    """Opcodes in `code` that the interpreter with opcode set `defined` does not know: a certain crash."""
+    known = set(defined)
+    return sorted(set(opcodes(code)) - known)
+
+
+def prologue_fits(ops: Sequence[int], table: dict) -> bool:
+    """From 3.11 a function starts with a few setup opcodes and then that version's RESUME."""
+    resume = table.get("resume")
+    if resume is None:
+        return True
+    allowed = set(table.get("prologue", ()))
+    for op in ops:
+        if op == resume:
+            return True
+        if op not in allowed:
+            return False
+    return False
+
+
+def candidate_minors(n_args: int, code: bytes) -> List[str]:
+    """The Python minor versions that could have produced `code` with `n_args` CodeType args."""
+    ops = opcodes(code)
+    tables = opcode_tables()
+    found = []
+    for minor in FAMILY_MINORS.get(n_args, ()):
+        table = tables.get(minor)
+        if table and not set(ops) - set(table["defined"]) and prologue_fits(ops, table):
+            found.append(minor)
+    return found
+
+
+def describe_candidates(n_args: int, candidates: Sequence[str]) -> str:
+    if candidates:
+        return " or ".join(candidates)
+    layout = LAYOUTS.get(n_args)
+    return f"{layout} (bytecode matches no known version)" if layout else f"unknown ({n_args} CodeType args)"
+
+
+def layout_label(n_args: int) -> str:
+    return LAYOUTS.get(n_args, f"unknown ({n_args} args)")
+
+
+def cross_check(system_info_minor: Optional[str], n_args: int, candidates: Sequence[str]) -> Tuple[Optional[str], bool]:
+    """The producing minor version, and whether system_info.txt agrees with the code object.
+
+    system_info.txt is exact when it agrees with the code; when it does not (a payload spliced in from
+    another Python), the code's own evidence wins.
+    """
+    if system_info_minor is not None:
+        same_family = family_of_minor(system_info_minor) == n_args
+        agrees = same_family and (not candidates or system_info_minor in candidates or system_info_minor not in FAMILY_MINORS.get(n_args, ()))
+        if agrees:
+            return system_info_minor, True
+    if len(candidates) == 1:
+        return candidates[0], system_info_minor is None
+    return None, system_info_minor is None

@@ -1,0 +1,29 @@
+"""facts["models"]: the static forensics of each model, and what the target interpreter offers them.
+
+The target side is one stdlib-only child process (target/sb3_target.py) under the diagnosed
+interpreter: its Python version and opcodes, whether each module the models import can be found
+there (without importing it), and the versions of the SB3 stack. The checks judge the two together.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Dict, Iterable
+
+from envdoctor.collect.target import CollectorError, run_target_script
+from envdoctor.sb3.forensics import inspect_model
+
+
+def target_facts(python: str, modules: Iterable[str]) -> Dict[str, Any]:
+    try:
+        return run_target_script(python, "sb3_target", json.dumps(sorted(set(modules))))
+    except CollectorError as error:
+        return {"error": str(error)}
+
+
+def models_facts(python: str, paths: Iterable[Path]) -> Dict[str, Any]:
+    """{"files": [forensics per model], "target": {...}} for the `models` fact section."""
+    files = [inspect_model(Path(p)) for p in paths]
+    modules = {m for f in files for e in f["entries"] for m in e["modules"]}
+    return {"files": files, "target": target_facts(python, modules)}

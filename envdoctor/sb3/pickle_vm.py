@@ -1,0 +1,283 @@
+"""A symbolic pickle machine: what loading a pickle WOULD do, without importing or calling anything.
+
+It walks the opcodes with `pickletools.genops` and builds plain nodes instead of objects: a global
+becomes `Global(module, name)`, a call (REDUCE, NEWOBJ, OBJ, INST) becomes a `Call` that records its
+callable and arguments, BUILD appends to the call's `state`. Every global and every call is also
+recorded in order, so the cloudpickle reader can find code objects and closure cells without walking
+the tree. Nothing here ever resolves a name: a malicious pickle is only data.
+"""
+
+from __future__ import annotations
+
+import pickletools
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional, Tuple
+
+
+class CorruptPickle(Exception):
+    """The bytes are not a pickle a Python unpickler could load (truncated, unknown opcode, bad stack)."""
+
+
+@dataclass(frozen=True)
+class Global:
+    """A module attribute the pickle imports (GLOBAL, STACK_GLOBAL, INST)."""
+
+    module: str
+    name: str
+
+    @property
+    def dotted(self) -> str:
+        return f"{self.module}.{self.name}"
+
+
+@dataclass(eq=False)
+class Call:
+    """`func(*args)` as loading would perform it; `state` holds BUILD states, `items` appended content."""
+
+    func: Any
+    args: Any
+    kind: str
+    state: List[Any] = field(default_factory=list)
+    items: List[Any] = field(default_factory=list)
+
+
+@dataclass(eq=False)
+class Dict_:
+    """A pickled dict: keys may be unhashable nodes, so it keeps pairs in order."""
+
+    pairs: List[Tuple[Any, Any]] = field(default_factory=list)
+
+    def get(self, key: Any, default: Any = None) -> Any:
+        for k, v in self.pairs:
+            if isinstance(k, str) and k == key:
+                return v
+        return default
+
+
+@dataclass(eq=False)
+class Set_:
+    items: List[Any] = field(default_factory=list)
+    frozen: bool = False
+
+
+@dataclass(frozen=True)
+class Persistent:
+    """A persistent id (torch uses them for tensor storages)."""
+
+    pid: Any
+
+
+@dataclass(frozen=True)
+class OutOfBand:
+    """A protocol-5 out-of-band buffer; its bytes are not in the pickle."""
+
+
+@dataclass
+class Trace:
+    """What loading would do: the result, every global imported and every call made, in order."""
+
+    root: Any
+    globals: List[Global]
+    calls: List[Call]
+    protocol: int
+    opcodes: int
+
+
+class _Mark:
+    pass
+
+
+CONSTANT_OPS = {
+    "INT", "BININT", "BININT1", "BININT2", "LONG", "LONG1", "LONG4", "FLOAT", "BINFLOAT",
+    "STRING", "BINSTRING", "SHORT_BINSTRING", "UNICODE", "SHORT_BINUNICODE", "BINUNICODE", "BINUNICODE8",
+    "BINBYTES", "SHORT_BINBYTES", "BINBYTES8", "BYTEARRAY8",
+}
+SINGLETONS = {"NONE": None, "NEWTRUE": True, "NEWFALSE": False}
+
+
+class _Machine:
+    def __init__(self) -> None:
+        self.stack: List[Any] = []
+        self.metastack: List[List[Any]] = []
+        self.memo: Dict[int, Any] = {}
+        self.globals: List[Global] = []
+        self.calls: List[Call] = []
+        self.protocol = 0
+        self.root: Any = None
+
+    def pop_mark(self) -> List[Any]:
+        items = self.stack
+        self.stack = self.metastack.pop()
+        return items
+
+    def add_global(self, module: Any, name: Any) -> None:
+        if not isinstance(module, str) or not isinstance(name, str):
+            raise CorruptPickle("a global whose module or name is not a string")
+        node = Global(module, name)
+        self.globals.append(node)
+        self.stack.append(node)
+
+    def call(self, func: Any, args: Any, kind: str) -> None:
+        node = Call(func, args, kind)
+        self.calls.append(node)
+        self.stack.append(node)
+
+    def extend(self, target: Any, items: List[Any]) -> None:
+        if isinstance(target, list):
+            target.extend(items)
+        elif isinstance(target, Call):
+            target.items.extend(items)
+        elif isinstance(target, Set_):
+            target.items.extend(items)
+        else:
+            raise CorruptPickle(f"appending to a {type(target).__name__}")
+
+    def set_items(self, target: Any, flat: List[Any]) -> None:
+        if len(flat) % 2:
+            raise CorruptPickle("an odd number of items for a dict")
+        pairs = list(zip(flat[::2], flat[1::2]))
+        if isinstance(target, Dict_):
+            target.pairs.extend(pairs)
+        elif isinstance(target, Call):
+            target.items.extend(pairs)
+        else:
+            raise CorruptPickle(f"setting items on a {type(target).__name__}")
+
+    def step(self, name: str, arg: Any) -> None:  # noqa: C901 - one branch per opcode family
+        stack = self.stack
+        if name in CONSTANT_OPS:
+            stack.append(bytes(arg) if name == "BYTEARRAY8" else arg)
+        elif name in SINGLETONS:
+            stack.append(SINGLETONS[name])
+        elif name == "PROTO":
+            self.protocol = arg
+        elif name in ("FRAME", "READONLY_BUFFER"):
+            pass
+        elif name == "STOP":
+            self.root = stack.pop()
+        elif name == "MARK":
+            self.metastack.append(stack)
+            self.stack = []
+        elif name == "POP":
+            if stack:
+                stack.pop()
+            else:
+                self.pop_mark()
+        elif name == "POP_MARK":
+            self.pop_mark()
+        elif name == "DUP":
+            stack.append(stack[-1])
+        elif name in ("PUT", "BINPUT", "LONG_BINPUT"):
+            self.memo[arg] = stack[-1]
+        elif name == "MEMOIZE":
+            self.memo[len(self.memo)] = stack[-1]
+        elif name in ("GET", "BINGET", "LONG_BINGET"):
+            if arg not in self.memo:
+                raise CorruptPickle(f"memo entry {arg} read before it was written")
+            stack.append(self.memo[arg])
+        elif name == "EMPTY_LIST":
+            stack.append([])
+        elif name == "EMPTY_TUPLE":
+            stack.append(())
+        elif name == "EMPTY_DICT":
+            stack.append(Dict_())
+        elif name == "EMPTY_SET":
+            stack.append(Set_())
+        elif name == "LIST":
+            self.stack.append(list(self.pop_mark()))
+        elif name == "TUPLE":
+            items = self.pop_mark()
+            self.stack.append(tuple(items))
+        elif name in ("TUPLE1", "TUPLE2", "TUPLE3"):
+            n = int(name[-1])
+            items = tuple(stack[-n:])
+            if len(items) != n:
+                raise CorruptPickle(f"{name} with fewer than {n} items")
+            del stack[-n:]
+            stack.append(items)
+        elif name == "DICT":
+            items = self.pop_mark()
+            node = Dict_()
+            self.set_items(node, items)
+            self.stack.append(node)
+        elif name == "FROZENSET":
+            self.stack.append(Set_(self.pop_mark(), frozen=True))
+        elif name == "APPEND":
+            value = stack.pop()
+            self.extend(stack[-1], [value])
+        elif name in ("APPENDS", "ADDITEMS"):
+            items = self.pop_mark()
+            self.extend(self.stack[-1], items)
+        elif name == "SETITEM":
+            value, key = stack.pop(), stack.pop()
+            self.set_items(stack[-1], [key, value])
+        elif name == "SETITEMS":
+            items = self.pop_mark()
+            self.set_items(self.stack[-1], items)
+        elif name in ("GLOBAL", "INST"):
+            module, _, attribute = arg.partition(" ")
+            if name == "GLOBAL":
+                self.add_global(module, attribute)
+            else:
+                args = tuple(self.pop_mark())
+                self.add_global(module, attribute)
+                self.call(self.stack.pop(), args, "inst")
+        elif name == "STACK_GLOBAL":
+            attribute, module = stack.pop(), stack.pop()
+            self.add_global(module, attribute)
+        elif name == "REDUCE":
+            args, func = stack.pop(), stack.pop()
+            self.call(func, args, "reduce")
+        elif name == "NEWOBJ":
+            args, cls = stack.pop(), stack.pop()
+            self.call(cls, args, "newobj")
+        elif name == "NEWOBJ_EX":
+            kwargs, args, cls = stack.pop(), stack.pop(), stack.pop()
+            self.call(cls, (args, kwargs), "newobj_ex")
+        elif name == "OBJ":
+            items = self.pop_mark()
+            if not items:
+                raise CorruptPickle("OBJ without a class")
+            self.call(items[0], tuple(items[1:]), "obj")
+        elif name == "BUILD":
+            state = stack.pop()
+            target = stack[-1]
+            if isinstance(target, Call):
+                target.state.append(state)
+        elif name == "PERSID":
+            stack.append(Persistent(arg))
+        elif name == "BINPERSID":
+            stack.append(Persistent(stack.pop()))
+        elif name == "NEXT_BUFFER":
+            stack.append(OutOfBand())
+        elif name in ("EXT1", "EXT2", "EXT4"):
+            raise CorruptPickle(f"copyreg extension code {arg}: unresolvable outside the producing process")
+        else:
+            raise CorruptPickle(f"unsupported opcode {name}")
+
+
+def run(data: bytes) -> Trace:
+    """Trace the pickle `data`; raises CorruptPickle when a real unpickler would fail on its structure."""
+    if not data:
+        raise CorruptPickle("empty pickle")
+    machine = _Machine()
+    count = 0
+    stopped = False
+    try:
+        for opcode, arg, _ in pickletools.genops(data):
+            count += 1
+            machine.step(opcode.name, arg)
+            if opcode.name == "STOP":
+                stopped = True
+    except CorruptPickle:
+        raise
+    except (ValueError, IndexError, TypeError, AttributeError, OverflowError) as error:
+        raise CorruptPickle(f"{type(error).__name__}: {error}") from None
+    if not stopped:
+        raise CorruptPickle("pickle data was truncated (no STOP)")
+    return Trace(machine.root, machine.globals, machine.calls, machine.protocol, count)
+
+
+def callee(node: Any) -> Optional[Global]:
+    """The global a call invokes, when it is a plain global."""
+    return node.func if isinstance(node, Call) and isinstance(node.func, Global) else None

@@ -1,0 +1,107 @@
+"""Showing a model's forensics: the lines `envdoctor inspect` prints, as text and as Markdown.
+
+Findings themselves are drawn by the shared renderers (render/terminal.py, render/markdown.py); this
+module only lays out the model's own facts (members, who saved it, each entry's verdict).
+"""
+
+from __future__ import annotations
+
+from pathlib import PurePath
+from typing import Any, Iterator, List, Mapping
+
+from envdoctor.sb3 import verdicts
+
+SAVED_WITH = (("python", "Python"), ("stable_baselines3", "SB3"), ("torch", "torch"), ("numpy", "NumPy"), ("gymnasium", "Gymnasium"), ("gym", "Gym"), ("cloudpickle", "cloudpickle"), ("os", "OS"))
+
+
+def saved_with(model: Mapping[str, Any]) -> str:
+    info = model["system_info"]
+    parts = [f"{label} {info[key]}" for key, label in SAVED_WITH if info.get(key)]
+    return " · ".join(parts) if parts else "no system_info.txt (SB3 older than 1.2?)"
+
+
+def producer_line(model: Mapping[str, Any]) -> str:
+    producer = model["producer"]
+    if not producer["code_layouts"]:
+        return "no code pickled by value"
+    minors = ", ".join(producer["code_minors"]) or "undetermined"
+    agreement = "agrees with system_info.txt" if producer["consistent"] else "DISAGREES with system_info.txt"
+    return f"pickled code: layout {', '.join(producer['code_layouts'])}, Python {minors} from its bytecode; {agreement}"
+
+
+def function_lines(function: Mapping[str, Any], effect: str) -> List[str]:
+    where = f"{function['filename']}:{function['firstlineno']}" if function.get("firstlineno") else function["filename"]
+    lines = [f"{function['qualname']} (module {function['module']}, {where}); made by Python {function['producer_minor'] or function['python_guess']}; here: {effect}"]
+    details = []
+    if function["closure"]:
+        details.append(f"closure {function['closure']}")
+    if function["consts"]:
+        details.append(f"constants {function['consts']}")
+    if function["names"]:
+        details.append(f"names {function['names']}")
+    if function["globals"]:
+        details.append(f"globals {function['globals']}")
+    if details:
+        lines.append("; ".join(details))
+    return lines
+
+
+def entry_lines(model: Mapping[str, Any], target: Mapping[str, Any]) -> Iterator[tuple]:
+    """(indent, text) rows for every `:serialized:` entry."""
+    minor = verdicts.target_minor(target)
+    for entry in model["entries"]:
+        numpy = f", NumPy {entry['numpy_major']} pickle" if entry["numpy_major"] else ""
+        yield 2, f"{entry['key']:<24} {entry['verdict']:<10} {entry['bytes']} bytes{numpy}; needs {', '.join(entry['modules']) or 'nothing'}"
+        for reason in entry["reasons"] if entry["verdict"] in ("dangerous", "corrupt") else ():
+            yield 6, reason
+        for function in entry["functions"]:
+            first, *rest = function_lines(function, verdicts.effect(function, minor).value)
+            yield 6, first
+            for line in rest:
+                yield 8, line
+        if entry["classes"]:
+            yield 6, f"classes pickled by value: {', '.join(entry['classes'])}"
+
+
+def schedule_lines(model: Mapping[str, Any]) -> Iterator[str]:
+    for key, plan in model["schedules"].items():
+        yield f"{key} ({plan['was']}) → {plan['value']!r}: {plan['source']}"
+
+
+def text(model: Mapping[str, Any], target: Mapping[str, Any]) -> str:
+    """The plain-text forensics block (without findings)."""
+    algorithm = (model.get("algorithm") or {}).get("name", "unknown algorithm")
+    lines = [
+        f"{PurePath(model['path']).name}: {model['file_bytes']} bytes, SB3 {model['sb3_version'] or '?'}, {algorithm} (read in {model['elapsed_ms']:.1f} ms, nothing executed)",
+        f"  saved with: {saved_with(model)}",
+        f"  {producer_line(model)}",
+        f"  judged for: Python {(target.get('python') or {}).get('version', '?')} {(target.get('python') or {}).get('executable', '')}".rstrip(),
+        "members:",
+        *(f"  {m['name']:<32} {m['size']:>12} bytes" for m in model["members"]),
+        "serialized entries:",
+        *(" " * indent + row for indent, row in entry_lines(model, target)),
+        f"plain entries: {', '.join(model['plain_keys'])}",
+    ]
+    if model["schedules"]:
+        lines += ["sanitize would set:", *(f"  {line}" for line in schedule_lines(model))]
+    return "\n".join(lines) + "\n"
+
+
+def markdown(model: Mapping[str, Any], target: Mapping[str, Any]) -> str:
+    """The same facts for a GitHub issue: a summary and the entries folded in a code block."""
+    return "\n".join([
+        f"## SB3 model `{PurePath(model['path']).name}`",
+        "",
+        f"- saved with: {saved_with(model)}",
+        f"- {producer_line(model)}",
+        f"- judged for: Python {(target.get('python') or {}).get('version', '?')}",
+        "",
+        "<details><summary>Members and entries</summary>",
+        "",
+        "```",
+        text(model, target).rstrip(),
+        "```",
+        "",
+        "</details>",
+        "",
+    ])
