@@ -12,7 +12,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Iterable, List, Mapping, Optional, Tuple
+from typing import Iterable, List, Mapping, Optional, Sequence, Tuple
 
 from envdoctor import __version__, redact
 from envdoctor.checks.registry import load_checks, select
@@ -21,6 +21,7 @@ from envdoctor.collect import CollectContext, gather
 from envdoctor.errors import ReportReadError
 from envdoctor.model import SCHEMA_VERSION, CheckRun, Finding, Remedy, Report, Severity
 from envdoctor.probe import ProbeOptions, run_probe
+from envdoctor.sb3.facts import models_facts
 
 
 @dataclass(frozen=True)

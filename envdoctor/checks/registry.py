@@ -15,6 +15,7 @@ BUILTIN_MODULES = (
     "envdoctor.checks.threads",
     "envdoctor.checks.memory",
     "envdoctor.checks.probe",
+    "envdoctor.checks.sb3",
 )
 
 

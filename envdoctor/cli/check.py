@@ -70,8 +70,9 @@ def probe_options(timeout: float) -> ProbeOptions:
 @click.option("--no-redact", is_flag=True, help="Keep home-directory paths (secrets are always redacted).")
 @click.option("--no-probe", is_flag=True, help="Do not run the probe ladder (numpy → torch → CUDA → MaskablePPO in a child).")
 @click.option("--probe-timeout", type=click.FloatRange(min=1), default=DEFAULT_TIMEOUT_S, show_default=True, metavar="SECONDS", help="Time limit for the probe ladder.")
+@click.option("--model", "models", multiple=True, metavar="MODEL.zip", help="Also inspect this SB3 model file statically (repeatable).")
 @click.option("-v", "--verbose", is_flag=True, help="Show passing checks, evidence and timings.")
-def check(python, json_out, markdown_out, report_dir, no_save, fail_on, only, skip, from_report, no_redact, no_probe, probe_timeout, verbose) -> int:
+def check(python, json_out, markdown_out, report_dir, no_save, fail_on, only, skip, from_report, no_redact, no_probe, probe_timeout, models, verbose) -> int:
     """Diagnose the environment and print what will crash, why, and how to fix it."""
     if report_dir and no_save:
         raise UsageError("--report-dir and --no-save exclude each other")
@@ -82,7 +83,7 @@ def check(python, json_out, markdown_out, report_dir, no_save, fail_on, only, sk
         report = engine.rejudge(engine.read_report(Path(from_report)), selection)
     else:
         probe = None if no_probe or not selects_probe(selection) else probe_options(probe_timeout)
-        report = engine.diagnose(resolve_python(python), selection, redact_paths=not no_redact, probe=probe)
+        report = engine.diagnose(resolve_python(python), selection, redact_paths=not no_redact, probe=probe, models=models)
     emit(report, json_out, markdown_out, verbose)
     if not no_save and (report_dir or not from_report):
         path = save_report(report, report_dir or DEFAULT_REPORT_DIR)
