@@ -283,13 +283,17 @@ STAGES = (
 )
 
 
-def module_names_by_file():
-    names = {}
-    for name, module in list(sys.modules.items()):
-        path = getattr(module, "__file__", None)
-        if path:
-            names[os.path.realpath(path)] = name
-    return names
+def module_name(path, roots):
+    """The dotted module name of a source file, from the sys.path entry it lies under.
+    A failed import has already left sys.modules, so the path is all there is."""
+    path = os.path.realpath(path)
+    for root in roots:
+        if path.startswith(root + os.sep) and path.endswith(".py"):
+            parts = path[len(root) + 1 : -3].split(os.sep)
+            if parts[-1] == "__init__":
+                parts.pop()
+            return ".".join(parts) if parts else None
+    return None
 
 
 def distribution_version(package):
@@ -315,8 +319,8 @@ def circular_import(error, frames):
     if not match:
         return None
     module = match.group(1)
-    by_file = module_names_by_file()
-    names = [by_file.get(os.path.realpath(frame.filename)) for frame in frames]
+    roots = sorted({os.path.realpath(p) for p in sys.path if p}, key=len, reverse=True)
+    names = [module_name(frame.filename, roots) for frame in frames]
     start = names.index(module) if module in names else 0
     cycle = []
     for name in names[start:]:
@@ -337,16 +341,17 @@ def describe_exception(error):
 
 
 def blocked(ctx, modules, needs):
-    """Why a stage cannot run: (status, reason, missing module) or None when it can."""
+    """Why a stage cannot run: (status, reason, missing module) or None when it can.
+    Its own missing module is named first: that is the install hint a user needs."""
+    for module in modules:
+        if importlib.util.find_spec(module) is None:
+            return "skipped", "%s is not installed" % module, module
     for need in needs:
         status = ctx["status"].get(need)
         if status == "skipped":
             return "skipped", "needs %s, which was skipped" % need, ctx["missing"].get(need)
         if status != "passed":
-            return "not_run", "needs %s, which %s" % (need, status), None
-    for module in modules:
-        if importlib.util.find_spec(module) is None:
-            return "skipped", "%s is not installed" % module, module
+            return "not_run", "needs %s, which %s" % (need, "failed" if status == "failed" else "did not run"), None
     return None
 
 
@@ -357,26 +362,23 @@ def arm_watchdog(stage, limits, deadline):
 
 
 def run_stage(ctx, stage, function, modules, needs, limits, deadline):
-    """Announce the stage before anything of it runs (even the look-up of its modules can crash)."""
+    """Announce the stage before anything of it runs: even the look-up of its modules can crash."""
     emit("begin", stage=stage, limit_s=round(arm_watchdog(stage, limits, deadline), 3))
     started = time.monotonic()
-    why_not = blocked(ctx, modules, needs)
-    if why_not:
-        faulthandler.cancel_dump_traceback_later()
-        status, reason, missing = why_not
-        ctx["status"][stage], ctx["missing"][stage] = status, missing
-        emit("end", stage=stage, status=status, reason=reason, missing=missing, duration_s=round(time.monotonic() - started, 4))
-        return
     fields = {}
     try:
-        fields["details"] = function(ctx)
-        status = "passed"
+        why_not = blocked(ctx, modules, needs)
+        if why_not:
+            status, fields["reason"], fields["missing"] = why_not
+        else:
+            fields["details"] = function(ctx)
+            status = "passed"
     except Skip as reason:
         status, fields["reason"] = "skipped", str(reason)
     except BaseException as error:  # a stage's failure is the result, whatever it raises
         status, fields["error"] = "failed", describe_exception(error)
     faulthandler.cancel_dump_traceback_later()
-    ctx["status"][stage] = status
+    ctx["status"][stage], ctx["missing"][stage] = status, fields.get("missing")
     ctx["passed"][stage] = status == "passed"
     emit("end", stage=stage, status=status, duration_s=round(time.monotonic() - started, 4), **fields)
 
