@@ -26,6 +26,7 @@ def cli() -> None:
 # Commands register themselves on `cli` when their modules are imported.
 from envdoctor.cli import check as _check  # noqa: E402,F401
 from envdoctor.cli import fix as _fix  # noqa: E402,F401
+from envdoctor.cli import diff as _diff  # noqa: E402,F401
 from envdoctor.cli import inspect as _inspect  # noqa: E402,F401
 
 

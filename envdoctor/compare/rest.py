@@ -1,0 +1,86 @@
+"""The rest of the differences: every other package, environment variable and host fact that differs.
+
+Shown collapsed after the ranked aspects: rarely the cause, but what a maintainer scans when the
+ranked list comes up empty. What an aspect already covers is left out so nothing is said twice.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Iterable, List, Mapping, Optional, Tuple
+
+from envdoctor.checks.facts import normalize
+from envdoctor.compare.aspects import PACKAGES_READ, VARIABLES_READ
+from envdoctor.compare.model import Change
+from envdoctor.compare.readers import Facts, Unrecorded, section
+
+
+def gib(n_bytes: Any) -> Optional[str]:
+    return f"{n_bytes / 2 ** 30:.1f} GiB" if isinstance(n_bytes, (int, float)) else None
+
+
+def text(value: Any) -> Optional[str]:
+    return None if value is None else str(value)
+
+
+def container(markers: Mapping[str, Any]) -> Optional[str]:
+    found = [name for name, present in markers.items() if present is True] + list(markers.get("cgroup", ()))
+    return ", ".join(found) or None
+
+
+# (section, fact name shown, how to read it from the section)
+HOST_FACTS: Tuple[Tuple[str, str, Callable[[Mapping], Optional[str]]], ...] = (
+    ("system", "distribution", lambda s: text(s.get("distro", {}).get("PRETTY_NAME"))),
+    ("system", "container", lambda s: container(s.get("container", {}))),
+    ("system", "libcuda outside WSL", lambda s: text(" ".join(s.get("libcuda_outside_wsl", ())) or None)),
+    ("target", "Python version", lambda s: text(s.get("python", {}).get("version"))),
+    ("target", "Python implementation", lambda s: text(s.get("python", {}).get("implementation"))),
+    ("target", "free-threaded Python", lambda s: text(s.get("python", {}).get("gil_disabled"))),
+    ("target", "conda environment", lambda s: text(s.get("python", {}).get("conda_prefix"))),
+    ("target", "torch git version", lambda s: text((s.get("torch_build") or {}).get("git_version"))),
+    ("cpu", "CPU model", lambda s: text(s.get("model"))),
+    ("cpu", "usable CPUs", lambda s: text(s.get("usable_cpus"))),
+    ("cpu", "logical cores", lambda s: text(s.get("logical_cores"))),
+    ("memory", "RAM", lambda s: gib(s.get("ram_total_bytes"))),
+    ("memory", "swap", lambda s: gib(s.get("swap_total_bytes"))),
+    ("memory", "/dev/shm", lambda s: gib(s.get("shm_total_bytes"))),
+    ("gpu", "GPU facts source", lambda s: text(s.get("source"))),
+    ("gpu", "GPU memory", lambda s: " ".join(filter(None, (gib(g.get("memory_total_bytes")) for g in s.get("gpus") or ()))) or None),
+)
+
+
+def recorded(facts: Facts, name: str) -> Optional[Mapping]:
+    found = section(facts, name)
+    return None if isinstance(found, Unrecorded) else found
+
+
+def changes(group: str, a: Mapping[str, Optional[str]], b: Mapping[str, Optional[str]]) -> Iterable[Change]:
+    """The entries that differ, in A's order, then those only B has."""
+    for name in [*a, *(n for n in b if n not in a)]:
+        if a.get(name) != b.get(name):
+            yield Change(group, name, a.get(name), b.get(name))
+
+
+def packages(facts: Facts) -> Mapping[str, str]:
+    target = recorded(facts, "target") or {}
+    found = {normalize(d["name"]): d.get("version", "") for d in target.get("distributions", ())}
+    return {name: found[name] for name in sorted(found) if name not in PACKAGES_READ}
+
+
+def variables(facts: Facts) -> Mapping[str, str]:
+    environ = recorded(facts, "environ") or {}
+    return {n: v for n, v in environ.get("variables", {}).items() if n not in VARIABLES_READ}
+
+
+def host_facts(facts: Facts, names: Iterable[str]) -> Mapping[str, Optional[str]]:
+    """Host facts of the sections both reports record (a missing section is not a difference)."""
+    return {label: read(recorded(facts, name)) for name, label, read in HOST_FACTS if name in names}
+
+
+def other_differences(facts_a: Facts, facts_b: Facts) -> List[Change]:
+    both = [name for name in {s for s, _, _ in HOST_FACTS} if recorded(facts_a, name) and recorded(facts_b, name)]
+    found = list(changes("host fact", host_facts(facts_a, both), host_facts(facts_b, both)))
+    if recorded(facts_a, "target") and recorded(facts_b, "target"):
+        found += changes("package", packages(facts_a), packages(facts_b))
+    if recorded(facts_a, "environ") and recorded(facts_b, "environ"):
+        found += changes("variable", variables(facts_a), variables(facts_b))
+    return found
