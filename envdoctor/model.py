@@ -135,7 +135,7 @@ class Report:
     """One diagnosis: the facts gathered, the findings judged from them, and how long each part took.
 
     `probe` is the crash-isolated probe ladder's result, kept as plain JSON-able data (None when the
-    ladder was not run).
+    ladder was not run). `run` is what `envdoctor run` saw of the user's command (None otherwise).
     """
 
     tool_version: str
@@ -147,12 +147,13 @@ class Report:
     probe: Optional[Mapping[str, Any]] = None
     timings_ms: Mapping[str, float] = field(default_factory=dict)
     schema_version: str = SCHEMA_VERSION
+    run: Optional[Mapping[str, Any]] = None
 
     def worst(self) -> Severity:
         return max((f.severity for f in self.findings), default=Severity.OK, key=lambda s: s.rank)
 
     def to_json(self) -> dict:
-        return {
+        data = {
             "schema_version": self.schema_version,
             "tool": {"name": "envdoctor", "version": self.tool_version},
             "created": self.created,
@@ -163,6 +164,9 @@ class Report:
             "probe": None if self.probe is None else dict(self.probe),
             "timings_ms": {k: round(v, 3) for k, v in self.timings_ms.items()},
         }
+        if self.run is not None:
+            data["run"] = dict(self.run)
+        return data
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> "Report":
@@ -176,4 +180,5 @@ class Report:
             checks=tuple(CheckRun.from_json(c) for c in data.get("checks", ())),
             probe=data.get("probe"),
             timings_ms=dict(data.get("timings_ms", {})),
+            run=data.get("run"),
         )

@@ -83,6 +83,15 @@ def spawn_piped(argv: Sequence[str], env, cwd, *, stdin, stderr=subprocess.PIPE)
     )
 
 
+def start_child(argv: Sequence[str], *, env: Optional[Mapping[str, str]] = None, **streams) -> subprocess.Popen:
+    """Start a long-running child in its own process group and hand it back to be read and waited on.
+
+    For callers that must watch a child while it runs (`envdoctor run`, samplers); `streams` are
+    Popen's stdin/stdout/stderr/cwd. End it with `kill_group`. Raises OSError when it cannot start.
+    """
+    return subprocess.Popen(list(argv), env=None if env is None else dict(env), start_new_session=True, **streams)
+
+
 def run_child(
     argv: Sequence[str],
     *,

@@ -16,11 +16,11 @@ def report_name(prefix: str = "envdoctor") -> str:
     return f"{prefix}-{stamp}-{secrets.token_hex(3)}.json"
 
 
-def save_report(report: Report, directory: Path) -> Path:
+def save_report(report: Report, directory: Path, prefix: str = "envdoctor") -> Path:
     """Write the JSON report into `directory` (created if needed) and return its path."""
     try:
         directory.mkdir(parents=True, exist_ok=True)
-        path = directory / report_name()
+        path = directory / report_name(prefix)
         with open(path, "x", encoding="utf-8") as stream:
             stream.write(json_renderer.render(report))
     except OSError as error:

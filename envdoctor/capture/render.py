@@ -1,0 +1,145 @@
+"""How a run is shown: the one-line summary of a clean exit, the crash summary on stderr, and the
+crash section at the top of the Markdown report (the shared renderers draw the findings below it)."""
+
+from __future__ import annotations
+
+import io
+from typing import List, Optional
+
+from rich.console import Console
+from rich.text import Text
+
+from envdoctor.capture import stacks
+from envdoctor.capture.chart import amount, text_chart
+from envdoctor.model import Report, Severity
+from envdoctor.render import markdown
+from envdoctor.render.terminal import finding_block
+
+STACK_LINES = 8
+
+
+def headline(run: dict) -> str:
+    """e.g. "killed by SIGSEGV after 3.2 s (exit status 139)"."""
+    end = run["ending"]
+    kind, took = end["kind"], f"after {run['duration_s']:.1f} s"
+    if kind == "signal":
+        what = f"killed by {end['signal_name']} {took}"
+    elif kind == "hang":
+        what = f"hung (no output for {run['hang_timeout_s']:g} s), ended {took}"
+    elif kind == "interrupted":
+        what = f"interrupted by {', '.join(end['forwarded_signals'])} {took}"
+    elif kind == "not-started":
+        what = f"could not be started: {end['start_error']}"
+    else:
+        what = f"exited {took}"
+    return f"{what} (exit status {end['exit_status']})"
+
+
+def gpu_peaks(run: dict) -> str:
+    gpu = run.get("gpu") or {}
+    if not gpu.get("devices"):
+        reason = "; ".join(gpu.get("problems") or []) or "no samples"
+        return f"GPU memory not sampled ({reason})"
+    parts = []
+    for device in gpu["devices"]:
+        used = [s["gpu_used_bytes"][device["index"]] for s in gpu.get("samples", ()) if device["index"] < len(s["gpu_used_bytes"])]
+        parts.append(f"GPU{device['index']} {amount(max(used) if used else None)} of {amount(device.get('total_bytes'))}")
+    return "peak GPU memory " + ", ".join(parts)
+
+
+def one_line(run: dict) -> str:
+    """The summary of a run that needs no report: duration, peak RSS, peak GPU memory."""
+    memory = run["memory"]
+    return f"envdoctor: command {headline(run)} · peak RSS {amount(memory.get('peak_rss_bytes'))} · {gpu_peaks(run)}"
+
+
+def frame_lines(thread: dict, limit: int = STACK_LINES) -> List[str]:
+    lines = [f"{f['function']}  {stacks.short(f['file'])}:{f['line']}" for f in thread["frames"][:limit]]
+    if len(thread["frames"]) > limit or thread.get("truncated"):
+        lines.append("…")
+    return lines
+
+
+def terminal_summary(report: Report, saved: List[str], color: bool, width: int = 100) -> str:
+    """What the user sees on stderr after an abnormal ending: where it died, memory, verdicts, files."""
+    run = report.run
+    buffer = io.StringIO()
+    console = Console(file=buffer, force_terminal=color, no_color=not color, width=width, highlight=False, emoji=False)
+    console.print(Text.assemble(("envdoctor: ", "bold"), ("command " + headline(run), "bold red")))
+    python_stacks = run.get("python_stacks") or {}
+    for thread in python_stacks.get("threads", ()):
+        mark = "crashed in" if thread["current"] and run["ending"]["kind"] == "signal" else "thread:"
+        console.print(Text(f"  {mark} {stacks.thread_label(thread)}"))
+        for line in frame_lines(thread, STACK_LINES if thread["current"] else 2):
+            console.print(Text(f"      {line}", style="dim"))
+    for line in text_chart(run):
+        console.print(Text(f"  {line}"))
+    console.print(Text(f"  {gpu_peaks(run)}", style="dim"))
+    for finding in report.findings:
+        if finding.severity >= Severity.WARNING:
+            finding_block(console, finding, verbose=False)
+    if saved:
+        beside = ", ".join(path.rsplit(".", 1)[-1] for path in saved[1:])
+        console.print(Text(f"  Report: {saved[0]}" + (f" (with {beside} beside it)" if beside else ""), style="bold"))
+    return buffer.getvalue()
+
+
+def code_block(lines: List[str], language: str = "text") -> str:
+    body = "\n".join(line.replace("```", "`\u200b``") for line in lines)
+    return f"```{language}\n{body}\n```\n"
+
+
+def thread_section(thread: dict, crashed: bool) -> str:
+    title = stacks.thread_label(thread) + (" — crashed here" if crashed else "")
+    lines = [f'File "{f["file"]}", line {f["line"]}, in {f["function"]}' for f in thread["frames"]] or ["<no Python frame>"]
+    native = [f"#{f['index']} {f['function']}" + (f" at {f['location']}" if f.get("location") else "") for f in thread.get("native_frames") or ()]
+    parts = [f"**{title}** (most recent call first)\n", code_block(lines, "python")]
+    if native:
+        parts.append(markdown.folded(f"native frames ({len(native)})", "\n".join(native), "text"))
+    return "\n".join(parts)
+
+
+def markdown_section(run: dict, picture_name: Optional[str]) -> str:
+    """The crash itself, above the environment findings: ending, stacks, memory, output tail."""
+    end = run["ending"]
+    parts = [f"## Crash: command {headline(run)}", "", f"`{' '.join(run['command'])}`" + (" · under gdb" if run.get("under_gdb") else ""), ""]
+    if end.get("signal_meaning"):
+        parts += [f"**{end['signal_name']}**: {end['signal_meaning']}.", ""]
+    python_stacks = run.get("python_stacks")
+    if python_stacks:
+        parts += ["### Python stacks (faulthandler)", ""]
+        if python_stacks.get("fatal_error"):
+            parts += [f"Fatal Python error: {python_stacks['fatal_error']}", ""]
+        for thread in python_stacks["threads"]:
+            parts.append(thread_section(thread, thread["current"] and end["kind"] == "signal"))
+    native = run.get("native_stacks")
+    if native and native.get("threads"):
+        body = "\n".join(
+            f"Thread {t['number']} {t.get('name') or ''} (LWP {t['lwp']}){' — stopped here' if t.get('stopped') else ''}\n"
+            + "\n".join(f"  #{f['index']} {f['function']}" + (f" at {f['location']}" if f.get("location") else "") for f in t["frames"])
+            for t in native["threads"]
+        )
+        parts += ["### Native stacks (gdb)", "", markdown.folded(f"{len(native['threads'])} threads, stopped by {native.get('signal')}", body, "text")]
+    memory = run["memory"]
+    parts += ["### Memory", ""]
+    if picture_name:
+        parts += [f"![memory timeline]({picture_name})", ""]
+    parts += [
+        f"- peak RSS (whole process tree): {amount(memory.get('peak_rss_bytes'))} at {memory.get('peak_rss_at_s') or 0:.1f} s",
+        f"- address-space limit (RLIMIT_AS): {amount(memory.get('address_space_limit_bytes')) if memory.get('address_space_limit_bytes') else 'none'}",
+        *(f"- memory cgroup `{c['path']}`: limit {amount(c.get('limit_bytes')) if c.get('limit_bytes') else 'none'}, OOM kills during the run: {c.get('oom_kills_during_run')}" for c in memory.get("cgroups", ())),
+        f"- {gpu_peaks(run)}",
+        "",
+    ]
+    chart = text_chart(run)
+    if chart:
+        parts.append(code_block(chart))
+    tail = run.get("output_tail") or []
+    if tail:
+        parts += [f"### Output (last {len(tail)} lines)", "", code_block([("! " if line["stream"] == "stderr" else "  ") + line["text"] for line in tail])]
+        parts += ["Lines marked `!` came from stderr.", ""]
+    return "\n".join(parts) + "\n"
+
+
+def markdown_report(report: Report, picture_name: Optional[str]) -> str:
+    return markdown_section(report.run, picture_name) + "\n" + markdown.render(report)

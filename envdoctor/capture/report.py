@@ -1,0 +1,66 @@
+"""The crash report: the run section, its verdicts, and the environment findings of `check`.
+
+Saved like every report (JSON via the store), with the Markdown and the memory picture beside it
+under the same name, so one folder holds everything a bug ticket needs.
+"""
+
+from __future__ import annotations
+
+import shutil
+import sys
+from dataclasses import replace
+from pathlib import Path
+from typing import List, Mapping, Sequence
+
+from envdoctor import engine
+from envdoctor.capture import chart, verdict
+from envdoctor.capture.render import markdown_report
+from envdoctor.errors import UsageError
+from envdoctor.model import Report
+from envdoctor.store import save_report
+
+PYTHON_NAMES = ("python", "pypy")
+
+
+def interpreter_of(argv: Sequence[str]) -> str:
+    """The Python the command runs (`python x.py`, a console script's shebang), else the doctor's own:
+    its environment is the one whose findings explain the crash."""
+    program = shutil.which(argv[0]) or argv[0]
+    if Path(program).name.startswith(PYTHON_NAMES):
+        return program
+    try:
+        with open(program, "rb") as stream:
+            first = stream.readline(512).decode(errors="replace")
+    except OSError:
+        return sys.executable
+    words = first[2:].split() if first.startswith("#!") else []
+    if words and Path(words[0]).name == "env" and len(words) > 1:
+        words = [shutil.which(words[1]) or words[1]]
+    if words and Path(words[0]).name.startswith(PYTHON_NAMES):
+        return words[0]
+    return sys.executable
+
+
+def crash_report(run: dict, environ: Mapping[str, str]) -> Report:
+    """The run's verdicts first, then what `check` finds in the command's environment (no probe ladder)."""
+    environment = engine.diagnose(interpreter_of(run["command"]), engine.Selection(), environ=environ)
+    report = replace(environment, run=run, findings=tuple(verdict.judge(run)) + environment.findings)
+    return engine.make_safe(report, environ, redact_paths=True)
+
+
+def save(report: Report, directory: Path) -> List[Path]:
+    """JSON, Markdown and (when memory was sampled) the PNG timeline, side by side."""
+    saved = [save_report(report, directory, prefix="crash")]
+    stem = saved[0].with_suffix("")
+    picture = chart.picture(report.run)
+    picture_name = None
+    try:
+        if picture:
+            saved.append(stem.with_suffix(".png"))
+            saved[-1].write_bytes(picture)
+            picture_name = saved[-1].name
+        saved.append(stem.with_suffix(".md"))
+        saved[-1].write_text(markdown_report(report, picture_name), encoding="utf-8")
+    except OSError as error:
+        raise UsageError(f"cannot save the report in {directory}: {error.strerror or error}") from None
+    return saved

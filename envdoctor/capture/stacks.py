@@ -1,0 +1,101 @@
+"""Every thread's Python stack, parsed from the dump faulthandler writes to stderr when a process dies.
+
+faulthandler names threads only by their pthread id, so each thread is named here by what it runs:
+the main thread runs the script's `<module>`; a `threading.Thread` runs its target, which is the first
+frame of the user's own code above threading's bootstrap (e.g. `capture_frames`, not the main loop).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import List, Optional
+
+FATAL = re.compile(r"^Fatal Python error: (.+)$", re.MULTILINE)
+THREAD = re.compile(r"^(Current thread|Thread) (0x[0-9a-fA-F]+)(?: \[([^\]]*)\])? \(most recent call first\):\s*$")
+SINGLE = re.compile(r"^(?:Current thread's|)Stack \(most recent call first\):\s*$")
+FRAME = re.compile(r'^\s+File "(.*)", line (\d+|\?\?\?) in (.+)$')
+# The standard library (not site-packages): frames there are plumbing, not what a thread is "for".
+STDLIB = re.compile(r"([/\\]python3?\.?\d*[/\\](?!site-packages|dist-packages)|^<frozen )")
+
+
+def last_dump(text: str) -> str:
+    """The text from the last "Fatal Python error" on; with none, from the first thread header.
+
+    Dumps of worker processes that died earlier may precede it; the last one is the command's own."""
+    fatal = list(FATAL.finditer(text))
+    if fatal:
+        return text[fatal[-1].start():]
+    lines = text.splitlines(keepends=True)
+    for index, line in enumerate(lines):
+        if THREAD.match(line.rstrip("\n")) or SINGLE.match(line.rstrip("\n")):
+            return "".join(lines[index:])
+    return ""
+
+
+def parse(text: str) -> Optional[dict]:
+    """The last faulthandler dump in `text`: the fatal error and each thread's frames, innermost first."""
+    dump = last_dump(text)
+    if not dump:
+        return None
+    fatal = FATAL.match(dump)
+    threads: List[dict] = []
+    for line in dump.splitlines():
+        header, single = THREAD.match(line), SINGLE.match(line)
+        frame = FRAME.match(line)
+        if header or single:
+            threads.append({
+                "id": header.group(2).lower() if header else None,
+                "current": bool(single) or header.group(1) == "Current thread",
+                "frames": [],
+                "truncated": False,
+            })
+        elif frame and threads:
+            threads[-1]["frames"].append({"file": frame.group(1), "line": to_int(frame.group(2)), "function": frame.group(3).strip()})
+        elif line.strip() == "..." and threads:
+            threads[-1]["truncated"] = True
+        elif threads and not line.startswith((" ", "\t")) and line.strip():
+            break  # "Extension modules: ..." or the next program's output: the dump is over
+    for thread in threads:
+        thread.update(describe(thread["frames"]))
+    return {"fatal_error": fatal.group(1).strip() if fatal else None, "threads": threads}
+
+
+def to_int(value: str) -> Optional[int]:
+    return int(value) if value.isdigit() else None
+
+
+def describe(frames: List[dict]) -> dict:
+    """What a thread is: `main` (runs a script's module code), `worker` (a threading.Thread), or `other`."""
+    if not frames:
+        return {"kind": "other", "entry": None}
+    outermost = frames[-1]
+    own = [f for f in reversed(frames) if not STDLIB.search(f["file"])]
+    if outermost["function"] == "_bootstrap" and outermost["file"].endswith("threading.py"):
+        above = [f for f in reversed(frames) if not f["file"].endswith("threading.py")]
+        return {"kind": "worker", "entry": (own or above or [outermost])[0]}
+    if outermost["function"] == "<module>" or (own and own[0]["function"] == "<module>"):
+        return {"kind": "main", "entry": (own or [outermost])[0]}
+    return {"kind": "other", "entry": (own or [outermost])[0]}
+
+
+def crashed_thread(stacks: Optional[dict]) -> Optional[dict]:
+    """The thread that received the fatal signal (faulthandler's "Current thread")."""
+    if not stacks:
+        return None
+    return next((t for t in stacks["threads"] if t["current"]), None)
+
+
+def thread_label(thread: dict) -> str:
+    """e.g. "worker thread running capture_frames (grab.py:14)"."""
+    entry = thread.get("entry")
+    where = f" running {entry['function']} ({short(entry['file'])}:{entry['line']})" if entry else ""
+    name = thread.get("native_name")
+    named = f" “{name}”" if name else ""
+    kind = {"main": "main thread", "worker": "worker thread"}.get(thread.get("kind"), "thread")
+    return f"{kind}{named}{where}"
+
+
+def short(path: str) -> str:
+    """The file's name, with its folder when the name alone says nothing (`ctypes/__init__.py`)."""
+    parts = path.replace("\\", "/").rsplit("/", 2)
+    return "/".join(parts[-2:]) if parts[-1] == "__init__.py" and len(parts) > 1 else parts[-1]

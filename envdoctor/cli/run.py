@@ -1,0 +1,54 @@
+"""`envdoctor run -- CMD ARGS...`: run a training command so that its next crash explains itself."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import click
+
+from envdoctor.capture import record
+from envdoctor.capture.render import one_line, terminal_summary
+from envdoctor.capture.report import crash_report, save
+from envdoctor.capture.session import run_command
+from envdoctor.capture.supervise import Settings
+from envdoctor.cli import cli
+from envdoctor.errors import UsageError
+
+DEFAULT_REPORT_DIR = Path("reports")
+
+
+def positive(option: str, value):
+    if value is not None and value <= 0:
+        raise UsageError(f"{option} must be a positive number of seconds, not {value:g}")
+    return value
+
+
+@cli.command(context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
+@click.option("--report-dir", type=click.Path(file_okay=False, path_type=Path), help="Where to save the crash report [default: ./reports].")
+@click.option("--gdb", "under_gdb", is_flag=True, help="Run under gdb for the native backtrace of every thread.")
+@click.option("--hang-timeout", type=float, metavar="SECONDS", help="Treat this long without any output as a hang: dump every thread's stack and end it.")
+@click.option("--sample-interval", type=float, default=0.5, show_default=True, metavar="SECONDS", help="How often to sample memory and GPU memory.")
+@click.option("--always-report", is_flag=True, help="Write a report even when the command exits cleanly.")
+@click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
+def run(report_dir, under_gdb, hang_timeout, sample_interval, always_report, command) -> int:
+    """Run COMMAND with its output passed through; if it crashes, hangs or fails, explain why.
+
+    Exits with COMMAND's own status (128+N for signal N, 124 for a hang). Example:
+
+        envdoctor run --hang-timeout 600 -- python train.py --steps 1e6
+    """
+    settings = Settings(positive("--hang-timeout", hang_timeout), positive("--sample-interval", sample_interval), under_gdb)
+    run_section = run_command(command, settings, os.environ)
+    end = run_section["ending"]
+    if end["kind"] == "not-started":
+        click.echo(f"envdoctor: cannot run {command[0]}: {end['start_error']}", err=True)
+        return end["exit_status"]
+    if end["kind"] in record.ABNORMAL or always_report:
+        report = crash_report(run_section, os.environ)
+        saved = save(report, report_dir or DEFAULT_REPORT_DIR)
+        click.echo(terminal_summary(report, [str(p) for p in saved], color=sys.stderr.isatty() and not os.environ.get("NO_COLOR")), nl=False, err=True)
+    else:
+        click.echo(one_line(run_section), err=True)
+    return end["exit_status"]
