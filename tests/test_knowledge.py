@@ -143,3 +143,10 @@ def test_cuda_toolkit_meta_package_by_version_and_libraries():
     assert wheels.cuda_family("cuda-toolkit", "12.9.1") == "cu12"
     assert wheels.torch_family("11.8") == "cu11" and wheels.torch_family(None) is None
     assert wheels.libraries_of("nvidia-cublas-cu12") == ("libcublas", "libcublasLt")
+
+
+def test_soname_major_of_wheel_libraries():
+    assert wheels.soname_major("nvidia-cufft-cu12", "11.3.3.83") == 11
+    assert wheels.soname_major("nvidia-cusparse", "12.6.3.3") == 12
+    assert wheels.soname_major("nvidia-cufile-cu12", "1.13.1.3") == 0
+    assert wheels.soname_major("nvidia-ml-py", "12.0") is None

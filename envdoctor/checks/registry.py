@@ -16,6 +16,10 @@ BUILTIN_MODULES = (
     "envdoctor.checks.memory",
     "envdoctor.checks.probe",
     "envdoctor.checks.sb3",
+    "envdoctor.checks.wheels",
+    "envdoctor.checks.cuda",
+    "envdoctor.checks.gpu",
+    "envdoctor.checks.numpy",
 )
 
 

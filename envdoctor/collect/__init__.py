@@ -12,7 +12,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Callable, Dict, Mapping, Tuple
 
-from envdoctor.collect import cpu, environ, memory, system, target
+from envdoctor.collect import cpu, environ, gpu, libraries, memory, system, target
 
 Collector = Callable[["CollectContext"], dict]
 
@@ -31,6 +31,8 @@ COLLECTORS: Dict[str, Collector] = {
     "cpu": cpu.collect,
     "memory": memory.collect,
     "environ": environ.collect,
+    "gpu": gpu.collect,
+    "libraries": libraries.collect,
 }
 
 

@@ -66,6 +66,15 @@ def libraries_of(distribution_name: str) -> Tuple[str, ...]:
     return projects().get(project_of(distribution_name), ())
 
 
+def soname_major(distribution_name: str, version: str) -> Optional[int]:
+    """The soname major of the wheel's libraries: fixed for a few (libcufile.so.0), else the wheel's major."""
+    row = next((r for r in rows("nvidia_wheels.csv") if r["project"] == project_of(distribution_name)), None)
+    if row is None:
+        return None
+    major = row["soname_major"] or version.split(".", 1)[0]
+    return int(major) if major.isdigit() else None
+
+
 def torch_family(torch_cuda: Optional[str]) -> Optional[str]:
     """ "12.1" -> "cu12"; None (a CPU build) -> None."""
     if not torch_cuda:

@@ -1,0 +1,310 @@
+"""CUDA checks: whether torch's CUDA build can run on this driver and these GPUs, and which system
+libraries or toolkits get in its way.
+
+Tables: knowledge/drivers.py (minimum drivers, NVIDIA minor-version compatibility), arches.py
+(kernels per variant) and torch_matrix.py (which release has which variant, and its install form).
+Sources per row in the data files; background in the shared knowledge notes §1-§4.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Iterable, List, Mapping, Optional, Tuple
+
+from envdoctor.checks import check
+from envdoctor.checks.facts import variables
+from envdoctor.checks.wheels import TorchBuild, families, installer_command, torch_build
+from envdoctor.knowledge import arches, drivers, minor_of, torch_matrix, version_tuple, wheels
+from envdoctor.knowledge.torch_matrix import TorchRelease
+from envdoctor.model import Finding, Remedy, Severity
+
+COMPANIONS = ("torch", "torchvision", "torchaudio")
+DRIVER_DOWNLOAD = "https://www.nvidia.com/Download/index.aspx"
+COMPATIBILITY_DOC = "https://docs.nvidia.com/deploy/cuda-compatibility/minor-version-compatibility.html"
+
+VariantFilter = Callable[[TorchRelease, str], bool]
+
+
+def gpus(facts: Mapping[str, Any]) -> List[dict]:
+    gpu = facts.get("gpu") or {}
+    return list(gpu.get("gpus") or ()) if gpu.get("source") not in (None, "none") else []
+
+
+def driver(facts: Mapping[str, Any]) -> Mapping[str, Any]:
+    return (facts.get("gpu") or {}).get("driver") or {}
+
+
+def host_os(facts: Mapping[str, Any]) -> str:
+    platform = facts.get("target", {}).get("python", {}).get("platform", "linux")
+    return "windows" if platform.startswith("win") else "linux"
+
+
+def python_minor(facts: Mapping[str, Any]) -> Optional[str]:
+    info = facts.get("target", {}).get("python", {}).get("version_info") or []
+    return f"{info[0]}.{info[1]}" if len(info) >= 2 else None
+
+
+def driver_runs(facts: Mapping[str, Any], cuda: str, via_ptx: bool = False) -> bool:
+    """Whether this machine's driver runs CUDA `cuda` (the toolkit's own driver when kernels come from PTX)."""
+    version = driver(facts).get("version")
+    if version:
+        row = drivers.requirement(cuda)
+        if via_ptx and row is not None and row.toolkit(host_os(facts)):
+            return version_tuple(version) >= version_tuple(row.toolkit(host_os(facts)))
+        return drivers.driver_satisfies(version, cuda, host_os(facts))
+    reported = driver(facts).get("cuda")
+    if not reported:
+        return True
+    wanted, have = version_tuple(cuda), version_tuple(reported)
+    return have[0] >= wanted[0] if wanted[0] >= 11 and not via_ptx else have >= wanted
+
+
+def arch_support(facts: Mapping[str, Any], release: TorchRelease, cuda: str) -> List[Optional[str]]:
+    tag = torch_matrix.variant_tag(cuda)
+    return [arches.support(g["compute_capability"], tag, release.torch) for g in gpus(facts) if g.get("compute_capability")]
+
+
+def runs_here(facts: Mapping[str, Any], release: TorchRelease, cuda: str) -> bool:
+    """A variant whose kernels are cubins for every GPU here and whose CUDA this driver runs."""
+    return all(s == arches.SASS for s in arch_support(facts, release, cuda)) and driver_runs(facts, cuda)
+
+
+def choose_variant(facts: Mapping[str, Any], current: Optional[TorchRelease], accept: VariantFilter) -> Optional[Tuple[TorchRelease, str]]:
+    """The newest acceptable CUDA variant of the installed release, else of the nearest newer release
+    that has wheels for the target's Python."""
+    python = python_minor(facts)
+    newer = [r for r in torch_matrix.releases() if current is None or version_tuple(r.torch) > version_tuple(current.torch)]
+    for release in ([current] if current else []) + newer:
+        if python and python not in release.python:
+            continue
+        for cuda in sorted(release.cuda, key=version_tuple, reverse=True):
+            if accept(release, cuda):
+                return release, cuda
+    return None
+
+
+def installed_companions(facts: Mapping[str, Any]) -> List[str]:
+    names = {d["name"].lower() for d in facts.get("target", {}).get("distributions", ())}
+    return [p for p in COMPANIONS if p in names]
+
+
+def reinstall_remedies(facts: Mapping[str, Any], build: TorchBuild, release: TorchRelease, cuda: str, why: str) -> List[Remedy]:
+    """Remove the wheels of a CUDA family the new build will not use, then install the build."""
+    remedies = []
+    old, new = wheels.torch_family(build.cuda), wheels.torch_family(cuda)
+    strays = [d["name"] for d in families(facts).get(old, ())] if old and old != new else []
+    if strays:
+        remedies.append(Remedy(f"Remove the {old} NVIDIA wheels the new build will not use:", installer_command(facts, "uninstall", strays)))
+    args = torch_matrix.install_args(release, cuda, installed_companions(facts) or ["torch"])
+    remedies.append(Remedy(f"Install torch {release.torch} built for CUDA {cuda} ({why}):", installer_command(facts, "install", args)))
+    return remedies
+
+
+def cuda_build(facts: Mapping[str, Any]) -> Optional[TorchBuild]:
+    build = torch_build(facts)
+    return build if build is not None and build.cuda else None
+
+
+@check("cuda.driver-too-old", "The NVIDIA driver is too old for the CUDA runtime torch was built with", requires=("target", "gpu"))
+def driver_too_old(facts: Mapping[str, Any]) -> Iterable[Finding]:
+    build = cuda_build(facts)
+    if build is None or not driver(facts):
+        return
+    release = torch_matrix.find(build.version)
+    via_ptx = release is not None and arches.PTX in arch_support(facts, release, build.cuda)
+    if driver_runs(facts, build.cuda, via_ptx):
+        return
+    system = host_os(facts)
+    row = drivers.requirement(build.cuda)
+    least = (row.toolkit(system) if via_ptx and row else None) or drivers.minimum_driver(build.cuda, system)
+    compat = row.minor_compat(system) if row else None
+    found = driver(facts).get("version") or f"one supporting CUDA {driver(facts).get('cuda')}"
+    remedies = [Remedy(f"Update the NVIDIA driver to {least or 'a newer branch'} or newer ({DRIVER_DOWNLOAD}), or:")]
+    alternative = choose_variant(facts, release, lambda r, c: runs_here(facts, r, c))
+    if alternative and build.cuda and alternative[1] != minor_of(build.cuda):
+        remedies += reinstall_remedies(facts, build, *alternative, why="this driver runs it")
+    yield Finding(
+        id="cuda.driver-too-old",
+        severity=Severity.ERROR,
+        title=f"The NVIDIA driver {found} cannot run torch {build.build_version} (CUDA {build.cuda}); it needs {least or 'a newer driver'}",
+        explanation=(
+            (f"This driver supports CUDA up to {driver(facts)['cuda']}; " if driver(facts).get("cuda") else "")
+            + f"torch was built with CUDA {build.cuda}. "
+            + (
+                f"Through NVIDIA's minor-version compatibility any driver from {compat} runs CUDA {minor_of(build.cuda).split('.')[0]}.x wheels; "
+                f"the driver shipped with CUDA {minor_of(build.cuda)} is {row.toolkit(system)}. "
+                if compat and row and row.toolkit(system)
+                else "Minor-version compatibility does not apply to this CUDA, so it needs its toolkit's own driver. "
+            )
+            + ("Some GPU here runs torch only through PTX JIT compilation, which needs the toolkit's own driver. " if via_ptx else "")
+            + "Until then torch.cuda.is_available() is False (\"The NVIDIA driver on your system is too old\") or CUDA calls fail."
+        ),
+        evidence={"driver": dict(driver(facts)), "torch_cuda": build.cuda, "minimum_driver": least, "minor_compat_floor": compat, "via_ptx": via_ptx},
+        remedies=tuple(remedies),
+        references=(COMPATIBILITY_DOC, DRIVER_DOWNLOAD),
+    )
+
+
+def arch_finding(facts, build: TorchBuild, gpu: Mapping[str, Any], tag: str, shipped: Tuple[str, ...]) -> Finding:
+    capability = gpu["compute_capability"]
+    release = torch_matrix.find(build.version)
+    supported = lambda r, c: arches.support(capability, torch_matrix.variant_tag(c), r.torch) == arches.SASS and driver_runs(facts, c)
+    alternative = choose_variant(facts, release, supported)
+    remedies = reinstall_remedies(facts, build, *alternative, why=f"it has kernels for sm_{capability.replace('.', '')}") if alternative else [
+        Remedy(f"No official torch wheel ships kernels for compute capability {capability}; build torch from source with TORCH_CUDA_ARCH_LIST={capability}.")
+    ]
+    return Finding(
+        id="cuda.gpu-arch-unsupported",
+        severity=Severity.ERROR,
+        title=f"GPU {gpu.get('index')} ({gpu.get('name')}, sm_{capability.replace('.', '')}) has no kernels in torch {build.build_version} ({tag})",
+        explanation=(
+            f"The {tag} build of torch ships kernels for compute capabilities {', '.join(shipped)}. A cubin runs only on GPUs "
+            "of the same major capability, so CUDA calls on this GPU fail with \"no kernel image is available for execution "
+            "on the device\". Variants with kernels for it: " + (", ".join(arches.variants_supporting(capability)) or "none") + "."
+        ),
+        evidence={"gpu": gpu.get("name"), "compute_capability": capability, "variant": tag, "shipped": list(shipped)},
+        remedies=tuple(remedies),
+        references=("https://pytorch.org/get-started/locally/",),
+    )
+
+
+@check("cuda.gpu-arch-unsupported", "A GPU whose compute capability the torch build has no kernels for", requires=("target", "gpu"))
+def gpu_arch_unsupported(facts: Mapping[str, Any]) -> Iterable[Finding]:
+    build = cuda_build(facts)
+    if build is None:
+        return
+    tag = torch_matrix.variant_tag(build.cuda)
+    shipped = arches.arch_list(tag, build.version)
+    if shipped is None:
+        return
+    for gpu in gpus(facts):
+        if gpu.get("compute_capability") and shipped.support(gpu["compute_capability"]) is None:
+            yield arch_finding(facts, build, gpu, tag, shipped.sass)
+
+
+@check("cuda.cpu-build-on-gpu-host", "A CPU-only torch on a machine with a working NVIDIA GPU", requires=("target", "gpu"))
+def cpu_build_on_gpu_host(facts: Mapping[str, Any]) -> Iterable[Finding]:
+    build = torch_build(facts)
+    present = gpus(facts)
+    if build is None or not build.is_cpu or not present:
+        return
+    release = torch_matrix.find(build.version)
+    alternative = choose_variant(facts, release, lambda r, c: runs_here(facts, r, c)) if release else None
+    remedies = reinstall_remedies(facts, build, *alternative, why="this driver and GPU run it") if alternative else [
+        Remedy("Install a CUDA build of torch for this GPU and driver:", "https://pytorch.org/get-started/locally/")
+    ]
+    yield Finding(
+        id="cuda.cpu-build-on-gpu-host",
+        severity=Severity.WARNING,
+        title=f"torch {build.build_version} is a CPU-only build, but this machine has {len(present)} NVIDIA GPU(s) ({present[0].get('name')})",
+        explanation="torch.cuda.is_available() is False with this build, so training silently runs on the CPU.",
+        evidence={"torch": build.build_version, "gpus": [g.get("name") for g in present], "driver": dict(driver(facts))},
+        remedies=tuple(remedies),
+    )
+
+
+def wheel_libraries(facts: Mapping[str, Any]) -> dict:
+    """library name -> (soname major, version, wheel) for every library the installed NVIDIA wheels ship."""
+    shipped = {}
+    for dists in families(facts).values():
+        for dist in dists:
+            major = wheels.soname_major(dist["name"], dist["version"])
+            for library in wheels.libraries_of(dist["name"]):
+                shipped[library] = (major, dist["version"], dist["name"])
+    return shipped
+
+
+def library_family(name: str) -> str:
+    """cuDNN's sub-libraries (libcudnn_graph) belong with libcudnn."""
+    return "libcudnn" if name.startswith("libcudnn") else name
+
+
+def same_version(a: str, b: str) -> bool:
+    """ "9.10.2" and "9.10.2.21" name one release; a file that tells only its major ("12") is given the benefit of the doubt."""
+    x, y = version_tuple(a), version_tuple(b)
+    n = min(len(x), len(y))
+    return x[:n] == y[:n]
+
+
+def shadowing_severity(entry: Mapping[str, Any], wheel_major: Optional[int], wheel_version: str) -> Optional[Severity]:
+    """LD_PRELOAD always wins; LD_LIBRARY_PATH mixes sub-libraries of one soname (error) or brings another
+    major (warning); the linker cache matters for cuDNN's bare-soname sub-library lookups (pytorch#188892)."""
+    same_major = entry["major"] == wheel_major
+    if entry["via"] == "LD_PRELOAD":
+        return Severity.ERROR
+    if entry["via"] == "LD_LIBRARY_PATH":
+        if same_major:
+            return None if same_version(entry["version"], wheel_version) else Severity.ERROR
+        return Severity.WARNING
+    if entry["library"].startswith("libcudnn") and same_major and not same_version(entry["version"], wheel_version):
+        return Severity.WARNING
+    return None
+
+
+def shadowing_remedies(facts, offending: List[dict]) -> Tuple[Remedy, ...]:
+    remedies = []
+    if any(e["via"] == "LD_PRELOAD" for e in offending):
+        remedies.append(Remedy("Stop preloading CUDA libraries:", "unset LD_PRELOAD"))
+    bad_dirs = {e["path"].rsplit("/", 1)[0] for e in offending if e["via"] == "LD_LIBRARY_PATH"}
+    if bad_dirs:
+        kept = [d for d in variables(facts).get("LD_LIBRARY_PATH", "").split(":") if d and d not in bad_dirs]
+        command = f"export LD_LIBRARY_PATH={':'.join(kept)}" if kept else "unset LD_LIBRARY_PATH"
+        remedies.append(Remedy(f"Take {', '.join(sorted(bad_dirs))} out of LD_LIBRARY_PATH (torch brings its own CUDA libraries):", command))
+    cached = [e["path"] for e in offending if e["via"] == "ldconfig"]
+    if cached:
+        remedies.append(Remedy("Find the system packages that installed the cached copies, and remove them if nothing else needs them:", f"dpkg -S {' '.join(cached)}"))
+    return tuple(remedies)
+
+
+@check("cuda.library-shadowing", "System CUDA/cuDNN libraries the loader finds before the wheels' own", requires=("target", "libraries"))
+def library_shadowing(facts: Mapping[str, Any]) -> Iterable[Finding]:
+    shipped = wheel_libraries(facts)
+    libraries = facts["libraries"]
+    offending = []
+    for entry in [*libraries.get("ld_preload", ()), *libraries.get("ld_library_path", ()), *libraries.get("ldconfig", ())]:
+        wheel = shipped.get(library_family(entry["library"]))
+        severity = shadowing_severity(entry, wheel[0], wheel[1]) if wheel else None
+        if severity is not None:
+            offending.append({**entry, "severity": severity, "wheel": f"{wheel[2]}=={wheel[1]}"})
+    if not offending:
+        return
+    worst = max((e["severity"] for e in offending), key=lambda s: s.rank)
+    yield Finding(
+        id="cuda.library-shadowing",
+        severity=worst,
+        title=f"{len(offending)} system CUDA librar{'y' if len(offending) == 1 else 'ies'} can be loaded instead of the wheels' own ("
+        + ", ".join(f"{e['library']}.so.{e['major']} via {e['via']}" for e in offending[:3]) + ")",
+        explanation=(
+            "LD_PRELOAD wins over everything; LD_LIBRARY_PATH wins over the RUNPATH through which the wheels' libcublas finds "
+            "libcublasLt and cuDNN finds its sub-libraries; the linker cache answers cuDNN's bare-soname lookups. Two versions "
+            "of one library in a process end in \"undefined symbol\", cuDNN version errors or a segfault inside libcuda."
+        ),
+        evidence={"libraries": [{k: (v.value if isinstance(v, Severity) else v) for k, v in e.items()} for e in offending]},
+        remedies=shadowing_remedies(facts, offending),
+        references=(
+            "https://github.com/pytorch/pytorch/issues/104808",
+            "https://github.com/pytorch/pytorch/issues/121222",
+            "https://github.com/pytorch/pytorch/issues/91067",
+        ),
+    )
+
+
+@check("cuda.nvcc-mismatch", "nvcc on PATH targets another CUDA than torch (matters for building extensions)", requires=("target", "libraries"))
+def nvcc_mismatch(facts: Mapping[str, Any]) -> Iterable[Finding]:
+    build = cuda_build(facts)
+    nvcc = facts["libraries"].get("nvcc") or {}
+    if build is None or not nvcc.get("version") or minor_of(nvcc["version"]) == minor_of(build.cuda):
+        return
+    major_differs = nvcc["version"].split(".")[0] != build.cuda.split(".")[0]
+    toolkit = nvcc["path"].rsplit("/bin/", 1)[0] if "/bin/" in nvcc["path"] else None
+    yield Finding(
+        id="cuda.nvcc-mismatch",
+        severity=Severity.INFO,
+        title=f"nvcc on PATH is CUDA {nvcc['version']}, torch {build.build_version} uses CUDA {build.cuda}",
+        explanation=(
+            "This matters only when building CUDA extensions (pip install of packages with CUDA sources, "
+            "torch.utils.cpp_extension): "
+            + ("torch refuses to build with a toolkit of another major version." if major_differs else "a different minor version builds, with a warning.")
+        ),
+        evidence={"nvcc": dict(nvcc), "torch_cuda": build.cuda, "toolkit": toolkit},
+        remedies=(Remedy(f"Point extension builds at a CUDA {minor_of(build.cuda)} toolkit:", f"export CUDA_HOME=/usr/local/cuda-{minor_of(build.cuda)}"),),
+    )

@@ -1,0 +1,243 @@
+"""NVIDIA wheel checks, and the packages view the CUDA checks share: torch's build, the CUDA
+families of the installed nvidia-* wheels, torch's own pins, and exact pip commands.
+
+Families and pins: knowledge/wheels.py (nvidia_wheels.csv) and torch's Requires-Dist
+(shared knowledge notes §3). cu11 and cu12 wheels unpack into the same nvidia/<lib>/lib folders, and
+an extension of the other family loads its libraries into the same process (pytorch#91067, #104808).
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from dataclasses import dataclass
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
+
+from packaging.markers import default_environment
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.version import Version
+
+from envdoctor.checks import check
+from envdoctor.checks.facts import distributions, normalize, parse_version
+from envdoctor.knowledge import wheels
+from envdoctor.model import Finding, Remedy, Severity
+
+CUDA_REQUIREMENT = re.compile(r"^\s*(nvidia[-_.]|cuda[-_.]toolkit|cuda[-_.]bindings)", re.I)
+LOWER_BOUND_OPERATORS = ("==", "===", ">=", ">", "~=")
+
+
+@dataclass(frozen=True)
+class TorchBuild:
+    """The installed torch: its distribution version, torch/version.py's view, and the CUDA it targets."""
+
+    version: str
+    build_version: str
+    cuda: Optional[str]
+    hip: Optional[str]
+
+    @property
+    def variant(self) -> str:
+        """ "cu130", "cpu", "rocm6.2", or "pypi-default" for an unsuffixed CUDA build from PyPI."""
+        local = self.build_version.partition("+")[2] or self.version.partition("+")[2]
+        if local:
+            return local
+        return "pypi-default" if self.cuda else "cpu"
+
+    @property
+    def is_cpu(self) -> bool:
+        return not self.cuda and not self.hip
+
+
+def torch_build(facts: Mapping[str, Any]) -> Optional[TorchBuild]:
+    build = facts.get("target", {}).get("torch_build")
+    dist = distributions(facts).get("torch")
+    if not build or not dist:
+        return None
+    return TorchBuild(dist["version"], build.get("version") or dist["version"], build.get("cuda") or None, build.get("hip") or None)
+
+
+def families(facts: Mapping[str, Any]) -> Dict[str, List[dict]]:
+    """Installed NVIDIA CUDA wheels by family ("cu12": [dist, ...]), in name order."""
+    grouped: Dict[str, List[dict]] = {}
+    for name, dist in sorted(distributions(facts).items()):
+        family = wheels.cuda_family(name, dist["version"])
+        if family:
+            grouped.setdefault(family, []).append(dist)
+    return grouped
+
+
+def pinned(dist: Mapping[str, Any]) -> str:
+    return f"{dist['name']}=={dist['version']}"
+
+
+def target_python(facts: Mapping[str, Any]) -> str:
+    return facts.get("target", {}).get("python", {}).get("executable") or "python"
+
+
+def installer_command(facts: Mapping[str, Any], verb: str, args: Sequence[str]) -> str:
+    """The exact command that runs pip `verb` for the diagnosed interpreter (uv's pip where it has no pip)."""
+    target = facts.get("target", {})
+    python = target_python(facts)
+    installers = target.get("installers", {})
+    quoted = " ".join(shlex.quote(a) for a in args)
+    if not installers.get("pip") and installers.get("uv"):
+        return f"{shlex.quote(installers['uv'])} pip {verb} --python {shlex.quote(python)} {quoted}"
+    flag = " -y" if verb == "uninstall" else ""
+    return f"{shlex.quote(python)} -m pip {verb}{flag} {quoted}"
+
+
+def marker_environment(facts: Mapping[str, Any]) -> Dict[str, str]:
+    """PEP 508 marker values of the diagnosed interpreter, so its requirements are read as pip reads them."""
+    python = facts.get("target", {}).get("python", {})
+    environment = dict(default_environment())
+    info = python.get("version_info") or []
+    if len(info) >= 2:
+        environment["python_version"] = f"{info[0]}.{info[1]}"
+        environment["python_full_version"] = python.get("version", environment["python_full_version"])
+    platform = python.get("platform", "")
+    if platform:
+        environment["sys_platform"] = platform
+        environment["platform_system"] = {"linux": "Linux", "win32": "Windows", "darwin": "Darwin"}.get(platform, platform)
+    if python.get("machine"):
+        environment["platform_machine"] = python["machine"]
+    environment["extra"] = ""
+    return environment
+
+
+def requirements(dist: Mapping[str, Any], environment: Mapping[str, str], wanted: "re.Pattern[str]", extras: Iterable[str] = ()) -> List[Requirement]:
+    """The distribution's requirements that match `wanted` and apply here (for `extras` when given)."""
+    found = []
+    for text in dist.get("requires", ()):
+        if not wanted.match(text):
+            continue
+        try:
+            requirement = Requirement(text)
+        except InvalidRequirement:
+            continue
+        if requirement.marker is None or any(
+            requirement.marker.evaluate({**environment, "extra": extra}) for extra in (*extras, "")
+        ):
+            found.append(requirement)
+    return found
+
+
+def below_requirement(requirement: Requirement, installed: Version) -> bool:
+    """True when `installed` is below what the requirement asks for (the case that breaks loading)."""
+    return any(
+        spec.operator in LOWER_BOUND_OPERATORS and installed < Version(spec.version.rstrip(".*"))
+        for spec in requirement.specifier
+    )
+
+
+@dataclass(frozen=True)
+class PinProblem:
+    requirement: Requirement
+    installed: Optional[str]
+
+    @property
+    def severity(self) -> Severity:
+        if self.installed is None:
+            return Severity.ERROR
+        version = parse_version(self.installed)
+        return Severity.ERROR if version is None or below_requirement(self.requirement, version) else Severity.WARNING
+
+    def describe(self) -> str:
+        return f"{self.requirement.name}{self.requirement.specifier}: " + (self.installed or "missing")
+
+
+def torch_cuda_pins(facts: Mapping[str, Any]) -> List[Requirement]:
+    """torch's CUDA requirements, with cuda-toolkit's extras expanded through its installed metadata."""
+    installed = distributions(facts)
+    environment = marker_environment(facts)
+    torch = installed.get("torch")
+    if torch is None:
+        return []
+    pins = requirements(torch, environment, CUDA_REQUIREMENT)
+    expanded = list(pins)
+    for pin in pins:
+        meta = installed.get(normalize(pin.name))
+        if pin.extras and meta is not None:
+            expanded.extend(requirements(meta, environment, CUDA_REQUIREMENT, pin.extras))
+    return expanded
+
+
+def pin_problems(facts: Mapping[str, Any]) -> List[PinProblem]:
+    installed = distributions(facts)
+    problems = []
+    for requirement in torch_cuda_pins(facts):
+        dist = installed.get(normalize(requirement.name))
+        version = dist["version"] if dist else None
+        if version is None or not requirement.specifier.contains(version, prereleases=True):
+            problems.append(PinProblem(requirement, version))
+    return problems
+
+
+def requirement_text(requirement: Requirement) -> str:
+    extras = f"[{','.join(sorted(requirement.extras))}]" if requirement.extras else ""
+    return f"{requirement.name}{extras}{requirement.specifier}"
+
+
+def family_summary(grouped: Mapping[str, List[dict]]) -> str:
+    return "; ".join(f"{family}: {', '.join(pinned(d) for d in dists)}" for family, dists in grouped.items())
+
+
+def mixed_family_remedies(facts, grouped, needed: Optional[str]) -> Tuple[Remedy, ...]:
+    if needed in grouped:
+        strays = [d["name"] for family, dists in grouped.items() if family != needed for d in dists]
+        return (
+            Remedy(f"Uninstall the wheels of the families torch does not use (it needs {needed}):", installer_command(facts, "uninstall", strays)),
+            Remedy("Then check again; a package that needs the other family (TensorFlow, onnxruntime-gpu, bitsandbytes) belongs in its own virtual environment."),
+        )
+    return tuple(
+        Remedy(f"To keep only {keep}, uninstall the others:", installer_command(facts, "uninstall", [d["name"] for f, ds in grouped.items() if f != keep for d in ds]))
+        for keep in grouped
+    )
+
+
+@check("wheels.mixed-cuda-families", "NVIDIA CUDA wheels of more than one CUDA family in one environment", requires=("target",))
+def mixed_cuda_families(facts: Mapping[str, Any]) -> Iterable[Finding]:
+    grouped = families(facts)
+    if len(grouped) < 2:
+        return
+    build = torch_build(facts)
+    needed = wheels.torch_family(build.cuda) if build else None
+    reason = f"torch {build.build_version} needs {needed}" if needed else "no CUDA build of torch is installed to say which one is needed"
+    yield Finding(
+        id="wheels.mixed-cuda-families",
+        severity=Severity.ERROR,
+        title=f"NVIDIA wheels of {len(grouped)} CUDA families are installed together ({', '.join(grouped)})",
+        explanation=(
+            f"{family_summary(grouped)}. {reason.capitalize()}. The cu11 and cu12 wheels unpack into the same "
+            "nvidia/<library>/lib folders, and an extension built for the other family loads its CUDA libraries "
+            "into the same process: mismatched cuBLAS/cuDNN sub-libraries end in undefined symbols or segfaults."
+        ),
+        evidence={"families": {f: [pinned(d) for d in ds] for f, ds in grouped.items()}, "torch_needs": needed},
+        remedies=mixed_family_remedies(facts, grouped, needed),
+        references=("https://github.com/pytorch/pytorch/issues/91067", "https://github.com/pytorch/pytorch/issues/104808"),
+    )
+
+
+@check("wheels.torch-pins", "Installed NVIDIA wheels differ from the versions torch pins", requires=("target",))
+def torch_pins(facts: Mapping[str, Any]) -> Iterable[Finding]:
+    problems = pin_problems(facts)
+    if not problems:
+        return
+    severity = max((p.severity for p in problems), key=lambda s: s.rank)
+    missing = [p for p in problems if p.installed is None]
+    build = torch_build(facts)
+    yield Finding(
+        id="wheels.torch-pins",
+        severity=severity,
+        title=(
+            f"torch {build.build_version if build else ''} pins {len(problems)} NVIDIA wheel(s) that are "
+            + ("missing or older than pinned" if severity is Severity.ERROR else "installed at other versions")
+        ),
+        explanation=(
+            "torch is built against exact CUDA library versions and loads them from these wheels. "
+            + (f"Missing: {', '.join(p.requirement.name for p in missing)}, so loading torch's CUDA libraries fails. " if missing else "")
+            + "An older cuDNN or cuBLAS than torch was built with fails its version check or crashes; a newer one usually works."
+        ),
+        evidence={"mismatches": [p.describe() for p in problems]},
+        remedies=(Remedy("Install the versions torch pins:", installer_command(facts, "install", [requirement_text(p.requirement) for p in problems])),),
+        references=("https://github.com/pytorch/pytorch/issues/104808",),
+    )
