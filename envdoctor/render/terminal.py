@@ -85,16 +85,20 @@ STAGE_GLYPHS = {
 
 
 def probe_section(console: Console, probe) -> None:
-    """The ladder's stages with status and time, then what bisection tried."""
+    """The ladder's stages with status and time (why, under a stage that did not pass), then what bisection tried."""
     console.print(Text.assemble(("Probe ladder", "bold"), f"  {probe_table.summary(probe)}"))
     for status, title, seconds, note in probe_table.rows(probe):
         mark, style = STAGE_GLYPHS[status]
-        line = Text.assemble("  ", (mark, style), f" {title.ljust(30)} {seconds.rjust(8)}  ", (status.value, style))
-        if note:
-            line.append(f"  {note}", style="dim")
-        say(console, line, 0)
-    for setting, outcome, summary in probe_table.bisection_rows(probe) or ():
-        say(console, Text.assemble("  bisect ", (setting, "cyan"), f": {outcome}", (f"  {summary}", "dim")), 0)
+        console.print(Text.assemble("  ", (mark, style), f" {title.ljust(30)} {seconds.rjust(8)}  ", (status.value, style)))
+        if note and status is not StageStatus.NOT_RUN:
+            say(console, Text(note, style="dim"), 6)
+    bisection = probe_table.bisection_rows(probe) or ()
+    for setting, outcome, summary in bisection:
+        if outcome != "not-applicable":
+            say(console, Text.assemble("bisect ", (setting, "cyan"), f": {outcome}", (f" ({summary})", "dim")), 2)
+    idle = [setting for setting, outcome, _ in bisection if outcome == "not-applicable"]
+    if idle:
+        say(console, Text(f"bisect: not applicable here: {'; '.join(idle)}", style="dim"), 2)
 
 
 def render(report: Report, verbose: bool = False, color: bool = False, width: int = 100) -> str:
