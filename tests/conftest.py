@@ -8,7 +8,7 @@ import subprocess
 import sys
 import venv
 from pathlib import Path
-from typing import Dict, Iterable, Optional
+from typing import Callable, Dict, Iterable, Optional
 
 import pytest
 
@@ -118,3 +118,11 @@ def findings_by_id(report: dict) -> Dict[str, list]:
     for finding in report["findings"]:
         grouped.setdefault(finding["id"], []).append(finding)
     return grouped
+
+
+def changed_report(source: Path, destination: Path, change: Callable[[dict], None]) -> Path:
+    """A copy of the recorded report `source` with `change(facts)` applied, for `check --from`."""
+    report = json.loads(Path(source).read_text(encoding="utf-8"))
+    change(report["facts"])
+    destination.write_text(json.dumps(report), encoding="utf-8")
+    return destination

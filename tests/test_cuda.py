@@ -1,0 +1,189 @@
+"""CUDA checks: the driver, GPU architecture and CPU-build verdicts from recorded facts
+(tests/data/gpu), and library shadowing and nvcc from real files, real wheels and real child processes."""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+import pytest
+
+from conftest import changed_report, findings_by_id, write_host_root
+
+DATA = Path(__file__).parent / "data" / "gpu"
+H100 = DATA / "h100-driver580-cu130.json"
+PYTHON = "/opt/torch/.venv/bin/python"  # the recorded H100 environment's interpreter
+
+
+def judged(envdoctor, report: Path, only: str = "cuda") -> dict:
+    run = envdoctor("check", "--from", str(report), "--only", only, "--json", "-")
+    assert run.returncode in (0, 1), run
+    return findings_by_id(run.json())
+
+
+def commands(finding: dict) -> list:
+    return [r["command"] for r in finding["remedies"] if r["command"]]
+
+
+def test_driver_470_cannot_run_a_cu121_torch(envdoctor):
+    [finding] = judged(envdoctor, DATA / "driver470-cu121.json")["cuda.driver-too-old"]
+    assert finding["severity"] == "error"
+    assert finding["evidence"]["minimum_driver"] == "525.60.13"
+    assert "470.82.01" in finding["title"] and "525.60.13" in finding["title"]
+    assert "up to 11.4" in finding["explanation"] and "530.30.02" in finding["explanation"]
+    assert commands(finding) == [
+        "/home/user/venv/bin/python -m pip uninstall -y nvidia-cublas-cu12 nvidia-cuda-cupti-cu12 nvidia-cuda-nvrtc-cu12 "
+        "nvidia-cuda-runtime-cu12 nvidia-cudnn-cu12 nvidia-cufft-cu12 nvidia-curand-cu12 nvidia-cusolver-cu12 "
+        "nvidia-cusparse-cu12 nvidia-nccl-cu12 nvidia-nvtx-cu12",
+        "/home/user/venv/bin/python -m pip install torch==2.1.2+cu118 torchvision==0.16.2+cu118 --index-url https://download.pytorch.org/whl/cu118",
+    ]
+
+
+@pytest.mark.parametrize("version, too_old", [("525.60.13", False), ("525.60.12", True), ("535.104.05", False)])
+def test_minor_version_compatibility_floor(envdoctor, tmp_path, version, too_old):
+    def driver(facts):
+        facts["gpu"]["driver"]["version"] = version
+
+    found = judged(envdoctor, changed_report(DATA / "driver470-cu121.json", tmp_path / "r.json", driver))
+    assert ("cuda.driver-too-old" in found) is too_old
+
+
+def test_blackwell_on_cu126_points_to_the_first_release_with_its_kernels(envdoctor):
+    [finding] = judged(envdoctor, DATA / "sm120-cu126.json")["cuda.gpu-arch-unsupported"]
+    assert finding["severity"] == "error"
+    assert "sm_120" in finding["title"] and "cu126" in finding["title"]
+    assert "cu128, cu129, cu130, cu132" in finding["explanation"]
+    assert commands(finding) == [
+        "/home/user/venv/bin/python -m pip install torch==2.7.1+cu128 torchvision==0.22.1+cu128 --index-url https://download.pytorch.org/whl/cu128"
+    ]
+
+
+def test_pascal_on_cu130_goes_back_to_cu126_and_drops_the_cu13_wheels(envdoctor, tmp_path):
+    def pascal(facts):
+        facts["gpu"]["gpus"][0].update(name="NVIDIA GeForce GTX 1080", compute_capability="6.1")
+
+    [finding] = judged(envdoctor, changed_report(H100, tmp_path / "r.json", pascal))["cuda.gpu-arch-unsupported"]
+    uninstall, install = commands(finding)
+    assert uninstall.startswith(f"{PYTHON} -m pip uninstall -y cuda-toolkit nvidia-cublas nvidia-cuda-cupti")
+    assert "nvidia-cudnn-cu13" in uninstall and "nvidia-ml-py" not in uninstall
+    assert install == (
+        f"{PYTHON} -m pip install torch==2.11.0+cu126 torchvision==0.26.0+cu126 torchaudio==2.11.0+cu126 "
+        "--index-url https://download.pytorch.org/whl/cu126"
+    )
+
+
+def test_cpu_torch_on_a_gpu_host(envdoctor, tmp_path):
+    def cpu_build(facts):
+        facts["target"]["torch_build"].update(version="2.11.0+cpu", cuda=None)
+
+    [finding] = judged(envdoctor, changed_report(H100, tmp_path / "r.json", cpu_build))["cuda.cpu-build-on-gpu-host"]
+    assert finding["severity"] == "warning" and "H100" in finding["title"]
+    assert commands(finding) == [
+        f"{PYTHON} -m pip install torch==2.11.0+cu130 torchvision==0.26.0+cu130 torchaudio==2.11.0+cu130 "
+        "--index-url https://download.pytorch.org/whl/cu130"
+    ]
+
+
+def test_cpu_torch_without_a_gpu_is_fine(envdoctor, tmp_path):
+    def cpu_box(facts):
+        facts["target"]["torch_build"].update(version="2.11.0+cpu", cuda=None)
+        facts["gpu"] = {"source": "none", "driver": None, "gpus": [], "reason": "no NVIDIA driver"}
+
+    assert "cuda.cpu-build-on-gpu-host" not in judged(envdoctor, changed_report(H100, tmp_path / "r.json", cpu_box))
+
+
+def test_system_cudnn_in_the_linker_cache_beside_the_wheel_recorded_on_h100(envdoctor):
+    [finding] = judged(envdoctor, H100)["cuda.library-shadowing"]
+    assert finding["severity"] == "warning"
+    assert {e["version"] for e in finding["evidence"]["libraries"]} == {"9.14.0"}
+    assert commands(finding)[0].startswith("dpkg -S /lib/x86_64-linux-gnu/libcudnn.so.9 ")
+
+
+def system_cudart(folder: Path, version: str) -> Path:
+    """A CUDA runtime as a toolkit installs it: the real file, and its soname link."""
+    folder.mkdir(parents=True)
+    (folder / f"libcudart.so.{version}").write_bytes(b"\x7fELF")
+    os.symlink(f"libcudart.so.{version}", folder / f"libcudart.so.{version.split('.')[0]}")
+    return folder
+
+
+@pytest.fixture(scope="module")
+def cudart_venv(venvs):
+    return venvs.get("cuda-runtime-cu12", ["nvidia-cuda-runtime-cu12"])
+
+
+def check_libraries(envdoctor, python, **env) -> dict:
+    run = envdoctor("check", "--python", str(python), "--no-save", "--no-probe", "--only", "cuda", "--json", "-", env=env, unset=("LD_PRELOAD",))
+    assert run.returncode in (0, 1), run
+    return run.json()
+
+
+@pytest.mark.slow
+def test_ld_library_path_copies_ahead_of_the_wheel(envdoctor, tmp_path, cudart_venv):
+    same_major = system_cudart(tmp_path / "cuda-12.1" / "lib64", "12.1.105")
+    other_major = system_cudart(tmp_path / "cuda-11.8" / "lib64", "11.8.89")
+    report = check_libraries(envdoctor, cudart_venv, LD_LIBRARY_PATH=f"{same_major}:/opt/keep:{other_major}")
+    [finding] = findings_by_id(report)["cuda.library-shadowing"]
+    assert finding["severity"] == "error"
+    libraries = {(e["major"], e["version"], e["severity"]) for e in finding["evidence"]["libraries"]}
+    assert libraries == {(12, "12.1.105", "error"), (11, "11.8.89", "warning")}
+    assert commands(finding) == ["export LD_LIBRARY_PATH=/opt/keep"]
+
+
+@pytest.mark.slow
+def test_ld_preload_of_a_cuda_library_is_an_error(envdoctor, tmp_path, cudart_venv):
+    folder = system_cudart(tmp_path / "lib", "12.9.79")
+    report = check_libraries(envdoctor, cudart_venv, LD_PRELOAD=str(folder / "libcudart.so.12"))
+    [finding] = findings_by_id(report)["cuda.library-shadowing"]
+    assert finding["severity"] == "error" and commands(finding) == ["unset LD_PRELOAD"]
+
+
+@pytest.mark.slow
+def test_matching_copy_in_ld_library_path_is_not_flagged(envdoctor, tmp_path, cudart_venv):
+    report = check_libraries(envdoctor, cudart_venv, LD_LIBRARY_PATH="")
+    wheel = next(d for d in report["facts"]["target"]["distributions"] if d["name"] == "nvidia-cuda-runtime-cu12")
+    folder = system_cudart(tmp_path / "same", wheel["version"])
+    report = check_libraries(envdoctor, cudart_venv, LD_LIBRARY_PATH=str(folder))
+    assert report["facts"]["libraries"]["ld_library_path"][0]["version"] == wheel["version"]
+    assert "cuda.library-shadowing" not in findings_by_id(report)
+
+
+def test_linker_cache_is_read_from_the_binary_cache(envdoctor, tmp_path):
+    cache = b"glibc-ld.so.cache1.1\x00" + b"\x00".join(
+        [b"libcudnn.so.8", b"/usr/lib/x86_64-linux-gnu/libcudnn.so.8", b"libz.so.1", b"/lib/x86_64-linux-gnu/libz.so.1"]
+    ) + b"\x00"
+    root = write_host_root(tmp_path / "root", {"/usr/lib/x86_64-linux-gnu/libcudnn.so.8.9.2": "", "/etc/": ""})
+    (root / "etc" / "ld.so.cache").write_bytes(cache)
+    os.symlink("libcudnn.so.8.9.2", root / "usr" / "lib" / "x86_64-linux-gnu" / "libcudnn.so.8")
+    run = envdoctor("check", "--no-save", "--no-probe", "--only", "cuda", "--json", "-", env={"ENVDOCTOR_ROOT": str(root)})
+    assert run.json()["facts"]["libraries"]["ldconfig"] == [
+        {"via": "ldconfig", "path": "/usr/lib/x86_64-linux-gnu/libcudnn.so.8", "library": "libcudnn", "major": 8, "version": "8.9.2"}
+    ]
+
+
+def fake_nvcc(folder: Path, release: str) -> Path:
+    folder.mkdir(parents=True)
+    script = folder / "nvcc"
+    script.write_text(f"#!/bin/sh\necho 'Cuda compilation tools, release {release}, V{release}.131'\n")
+    script.chmod(script.stat().st_mode | stat.S_IEXEC)
+    return folder
+
+
+def test_nvcc_on_path_is_recorded(envdoctor, tmp_path):
+    path = f"{fake_nvcc(tmp_path / 'cuda-12.4' / 'bin', '12.4')}:/usr/bin:/bin"
+    run = envdoctor("check", "--no-save", "--no-probe", "--only", "cuda", "--json", "-", env={"PATH": path})
+    assert run.json()["facts"]["libraries"]["nvcc"] == {
+        "path": str(tmp_path / "cuda-12.4" / "bin" / "nvcc"), "version": "12.4", "full_version": "12.4.131", "error": None,
+    }
+
+
+def test_nvcc_of_another_cuda_than_torch_is_info(envdoctor, tmp_path):
+    def nvcc(facts):
+        facts["libraries"]["nvcc"] = {"path": "/usr/local/cuda-12.4/bin/nvcc", "version": "12.4", "full_version": "12.4.131", "error": None}
+
+    [finding] = judged(envdoctor, changed_report(H100, tmp_path / "r.json", nvcc))["cuda.nvcc-mismatch"]
+    assert finding["severity"] == "info"
+    assert "another major version" in finding["explanation"]
+    assert commands(finding) == ["export CUDA_HOME=/usr/local/cuda-13.0"]
+    assert "cuda.nvcc-mismatch" not in judged(envdoctor, H100)
