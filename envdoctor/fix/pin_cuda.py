@@ -74,7 +74,9 @@ def driver_verdict(facts: Mapping[str, Any], cuda: str) -> Tuple[Optional[str], 
         return None, f"driver unknown ({why}): CUDA {cuda} wheels need driver ≥ {least or 'unknown'}; not checked"
     if drivers.driver_satisfies(driver, cuda, target_os(facts)):
         return None, f"driver {driver} runs CUDA {cuda} (needs ≥ {least})"
-    return f"driver {driver} is too old for CUDA {cuda}: it needs driver ≥ {least}; update the driver or pin an older CUDA", None
+    runnable = [v for v in known_variants() if drivers.driver_satisfies(driver, v, target_os(facts))]
+    older = f" (--pin-cuda {runnable[-1]} runs on it)" if runnable else ""
+    return f"driver {driver} is too old for CUDA {cuda}: it needs driver ≥ {least}; update the driver or pin an older CUDA{older}", None
 
 
 def arch_verdict(facts: Mapping[str, Any], release: TorchRelease, cuda: str) -> Tuple[Optional[str], Tuple[str, ...]]:
