@@ -1,0 +1,93 @@
+"""The probe's parts on their own: faulthandler dumps from real dying children, and the pure checks
+on recorded probe results (what `check --from` re-judges)."""
+
+from __future__ import annotations
+
+import sys
+import textwrap
+
+from envdoctor import engine
+from envdoctor.probe import tracebacks
+from envdoctor.probe.result import Ending, ProbeResult, StageResult, StageStatus
+from envdoctor.proc import run_child
+
+
+def dump_of(source: str) -> tuple:
+    child = run_child([sys.executable, "-X", "faulthandler", "-c", textwrap.dedent(source)], timeout=30)
+    return child, tracebacks.parse(child.stderr)
+
+
+def test_segfault_dump_gives_the_crashing_thread_innermost_first():
+    child, dump = dump_of(
+        """
+        import ctypes
+
+        def boom():
+            ctypes.string_at(0)
+
+        boom()
+        """
+    )
+    assert child.signal_name == "SIGSEGV"
+    assert dump["fatal_error"] == "Segmentation fault" and dump["timeout_after"] is None
+    thread = tracebacks.busy_thread(dump)
+    assert thread["current"] is True
+    assert [f["function"] for f in thread["frames"]] == ["string_at", "boom", "<module>"]
+    assert thread["frames"][1] == {"file": "<string>", "line": 5, "function": "boom"}
+
+
+def test_timeout_dump_lists_every_thread_and_finds_the_one_running_a_stage():
+    child, dump = dump_of(
+        """
+        import faulthandler, threading, time
+
+        def background():
+            time.sleep(30)
+
+        def run_stage():
+            time.sleep(30)
+
+        threading.Thread(target=background, daemon=True).start()
+        faulthandler.dump_traceback_later(0.5, exit=True)
+        run_stage()
+        """
+    )
+    assert child.returncode == 1
+    assert dump["timeout_after"].startswith("0:00:00.5")
+    assert len(dump["threads"]) == 2
+    assert tracebacks.busy_thread(dump)["frames"][0]["function"] == "run_stage"
+
+
+def test_text_without_a_dump_parses_to_none():
+    assert tracebacks.parse("Traceback (most recent call last):\n  File \"x.py\", line 1, in <module>\nValueError\n") is None
+
+
+def judged(*stages: StageResult) -> dict:
+    probe = ProbeResult("python", Ending.COMPLETED, stages, 1.0).to_json()
+    findings, runs, _ = engine.judge({}, probe, engine.Selection(only=("probe",)))
+    return {f.id: f for f in findings}
+
+
+def thread_pools(*runtimes) -> StageResult:
+    details = {"openmp_runtimes": [{"user_api": "openmp", "prefix": p, "filepath": f} for p, f in runtimes]}
+    return StageResult("thread_pools", "thread pools", StageStatus.PASSED, 0.01, details=details)
+
+
+def test_libiomp_with_libomp_is_the_crashing_openmp_pair():
+    found = judged(thread_pools(("libiomp", "/opt/conda/lib/libiomp5.so"), ("libomp", "/opt/conda/lib/libomp.so")))
+    finding = found["probe.multiple-openmp"]
+    assert finding.severity.value == "error"
+    assert finding.remedies[0].command == "export MKL_THREADING_LAYER=GNU"
+
+
+def test_gnu_with_intel_openmp_is_a_warning_and_one_runtime_is_fine():
+    two = judged(thread_pools(("libgomp", "/venv/torch/lib/libgomp.so.1"), ("libiomp", "/opt/intel/libiomp5.so")))
+    assert two["probe.multiple-openmp"].severity.value == "warning"
+    assert judged(thread_pools(("libgomp", "/venv/torch/lib/libgomp.so.1"))) == {}
+
+
+def test_an_exception_after_the_imports_is_a_stage_failure_with_the_dynamo_hint():
+    error = {"type": "RuntimeError", "message": "Dynamo is not supported on Python 3.14+", "frames": [], "circular_import": None}
+    found = judged(StageResult("maskable_ppo", "MaskablePPO construct", StageStatus.FAILED, 1.2, error=error))
+    assert set(found) == {"probe.stage-failed"}
+    assert "torch._dynamo" in found["probe.stage-failed"].explanation
