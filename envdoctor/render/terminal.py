@@ -10,7 +10,6 @@ import io
 import json
 
 from rich.console import Console
-from rich.padding import Padding
 from rich.text import Text
 
 from envdoctor.model import CheckStatus, Finding, Report, Severity
@@ -34,7 +33,9 @@ def glyph(severity: Severity) -> Text:
 
 def say(console: Console, text: Text, indent: int) -> None:
     """Print `text` with a hanging indent, wrapped at the console's width."""
-    console.print(Padding(text, (0, 0, 0, indent), expand=False))
+    for line in text.wrap(console, console.width - indent):
+        line.rstrip()
+        console.print(Text(" " * indent) + line)
 
 
 def domain_line(domain: str, findings: list, runs: list) -> Text:
