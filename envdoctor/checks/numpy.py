@@ -18,7 +18,8 @@ from envdoctor.checks.wheels import installer_command, marker_environment, requi
 from envdoctor.knowledge import minor_of, torch_matrix
 from envdoctor.model import Finding, Remedy, Severity
 
-NUMPY_REQUIREMENT = re.compile(r"^\s*numpy\b", re.I)
+# Only a requirement with an upper bound or an exact pin can shut NumPy 2 out; the rest is not parsed.
+NUMPY_REQUIREMENT = re.compile(r"^\s*numpy\b[^;]*(<|==|~=)", re.I)
 NUMPY_2 = Version("2")
 LAST_NUMPY_1 = "1.26.4"
 FIRST_TORCH_FOR_NUMPY_2 = Version("2.3")

@@ -10,6 +10,7 @@ are not CUDA libraries and belong to no family.
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from typing import Dict, Optional, Tuple
 
 from envdoctor.knowledge import rows, words
@@ -23,11 +24,13 @@ def normalize(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
+@lru_cache(maxsize=None)
 def projects() -> Dict[str, Tuple[str, ...]]:
     """Base project name (without -cuNN) -> the shared libraries it ships."""
     return {row["project"]: words(row["libraries"]) for row in rows("nvidia_wheels.csv")}
 
 
+@lru_cache(maxsize=None)
 def unsuffixed_projects() -> Tuple[str, ...]:
     return tuple(row["project"] for row in rows("nvidia_wheels.csv") if row["cu13_unsuffixed"] == "yes")
 

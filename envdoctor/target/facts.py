@@ -16,8 +16,11 @@ import sysconfig
 METADATA_FILES = ("METADATA", "PKG-INFO")
 
 
+SEPARATORS = re.compile(r"[-_.]+")
+
+
 def normalize(name):
-    return re.sub(r"[-_.]+", "-", name).lower()
+    return SEPARATORS.sub("-", name).lower()
 
 
 def read_headers(path):
@@ -138,7 +141,8 @@ def main():
         "shadowed_distributions": shadowed,
         "torch_build": read_torch_build(distributions),
     }
-    json.dump(facts, sys.stdout)
+    # One write: json.dump would issue one per token, which dominates with thousands of distributions.
+    sys.stdout.write(json.dumps(facts))
 
 
 if __name__ == "__main__":
