@@ -13,7 +13,7 @@ from typing import Any, Iterable, Mapping, Optional
 from envdoctor.checks import check
 from envdoctor.model import Finding, Remedy, Severity
 from envdoctor.probe.bisection import BY_NAME
-from envdoctor.probe.result import Outcome, ProbeResult, StageResult, StageStatus
+from envdoctor.probe.result import Ending, ProbeResult, StageResult, StageStatus
 
 IMPORT_STAGES = ("import_numpy", "import_torch", "import_gymnasium", "import_sb3", "import_sb3_contrib")
 SIGNAL_MEANINGS = {
@@ -51,6 +51,8 @@ def bisect_pointer(probe: ProbeResult) -> tuple:
 def crash(facts: Mapping[str, Any]) -> Iterable[Finding]:
     probe = probe_result(facts)
     fatal = probe.fatal
+    if fatal is None and probe.ending in (Ending.SIGNAL, Ending.EXIT):
+        yield after_the_last_stage(probe)
     if fatal is None or fatal.status is StageStatus.HUNG:
         return
     record = fatal.crash or {}
@@ -70,6 +72,19 @@ def crash(facts: Mapping[str, Any]) -> Iterable[Finding]:
             "innermost_frames": frames_text(record.get("frames"))[:6],
         },
         remedies=bisect_pointer(probe) + (REPORT,),
+    )
+
+
+def after_the_last_stage(probe: ProbeResult) -> Finding:
+    """Every stage reported its end, yet the process died: a thread a stage left behind, or the exit itself."""
+    how = f"was killed by {probe.signal}" if probe.signal else f"exited with code {probe.returncode}"
+    return Finding(
+        id="probe.crash",
+        severity=Severity.ERROR,
+        title=f"The probe {how} after its last stage",
+        explanation="Every stage finished, so the crash came from a thread a stage left running (an OpenMP, CUDA or loader worker) or from the process's exit.",
+        evidence={"signal": probe.signal, "returncode": probe.returncode, "output_tail": probe.output_tail[-1000:]},
+        remedies=(REPORT,),
     )
 
 

@@ -8,12 +8,14 @@ never ran.
 
 from __future__ import annotations
 
+import re
 from typing import List, Mapping, Optional, Sequence
 
 from envdoctor.probe import ladder, tracebacks
 from envdoctor.probe.result import Ending, ProbeResult, StageResult, StageStatus
 from envdoctor.proc import ChildResult
 
+NEEDS = re.compile(r"needs (\w+)")
 OUTPUT_TAIL_CHARS = 4000
 CRASH_FRAMES = 12
 
@@ -54,7 +56,7 @@ def crash_record(child: ChildResult, dump: Optional[dict]) -> dict:
 
 def reported(event: Mapping, python: str) -> StageResult:
     """A stage that ended by itself, from its `end` event; a missing package gets its install hint."""
-    reason = event.get("reason", "")
+    reason = NEEDS.sub(lambda m: f"needs {ladder.title(m.group(1))}", event.get("reason", ""))
     hint = ladder.install_hint(event.get("missing"), python)
     return StageResult(
         id=event["stage"],
