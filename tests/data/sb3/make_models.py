@@ -14,34 +14,14 @@ saved by the running Python, so its `system_info.txt` and code objects match the
 import sys
 from pathlib import Path
 
-import gymnasium as gym
-import numpy as np
 import torch as th
+from fixture_env import MaskedEnv
 from sb3_contrib import MaskablePPO
 from stable_baselines3 import PPO
 from stable_baselines3.common.torch_layers import BaseFeaturesExtractor
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent / "user_code"))
 from sb3_fixture_schedules import decaying_lr  # noqa: E402
-
-
-class MaskedEnv(gym.Env):
-    """Box(4) observations, Discrete(3) actions, the last action always masked."""
-
-    observation_space = gym.spaces.Box(-1.0, 1.0, (4,), np.float32)
-    action_space = gym.spaces.Discrete(3)
-
-    def reset(self, seed=None, options=None):
-        super().reset(seed=seed)
-        self.t = 0
-        return self.observation_space.sample(), {}
-
-    def step(self, action):
-        self.t += 1
-        return self.observation_space.sample(), float(action == 0), self.t >= 16, False, {}
-
-    def action_masks(self):
-        return np.array([True, True, False])
 
 
 def linear_schedule(initial_value):

@@ -1,0 +1,224 @@
+"""inspect / sanitize / check --model on real SB3 models, with what really happens when each is loaded.
+
+Models are saved once per session by the real SB3 in a child process (tests/data/sb3/make_models.py);
+foreign-Python payloads are cloudpickled by pyenv's 3.8, 3.12 and 3.13 in light venvs holding only
+cloudpickle (tests/data/sb3/make_foreign.py) and spliced into a real model. The ground truth is
+tests/data/sb3/load_model.py run in a child process: the doctor itself never unpickles anything.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import run_envdoctor
+
+DATA = Path(__file__).parent / "data" / "sb3"
+sys.path.insert(0, str(DATA))
+from splice import dangerous_payload, splice  # noqa: E402
+
+pytestmark = pytest.mark.slow
+FOREIGN = ("3.8", "3.12", "3.13")
+
+
+def pyenv_python(minor: str) -> str:
+    root = Path(subprocess.run(["pyenv", "root"], capture_output=True, text=True, check=True).stdout.strip())
+    found = sorted(root.glob(f"versions/{minor}.*/bin/python{minor}"))
+    if not found:
+        pytest.fail(f"pyenv has no Python {minor}; these tests need it")
+    return str(found[-1])
+
+
+@pytest.fixture(scope="session")
+def models(tmp_path_factory, venvs) -> dict:
+    """name → path of every test model: real ones, foreign-Python splices, dangerous and corrupt ones."""
+    folder = tmp_path_factory.mktemp("sb3-models")
+    subprocess.run([sys.executable, str(DATA / "make_models.py"), str(folder)], check=True, capture_output=True, timeout=600)
+    paths = {p.stem: p for p in folder.glob("*.zip")}
+    for minor in FOREIGN:
+        python = venvs.get(f"cloudpickle-{minor}", ["cloudpickle"], interpreter=pyenv_python(minor))
+        made = json.loads(subprocess.run([str(python), str(DATA / "make_foreign.py")], check=True, capture_output=True, text=True).stdout)
+        payloads = {key: made[key] for key in ("learning_rate", "lr_schedule", "clip_range")}
+        name = f"foreign_py{minor.replace('.', '')}"
+        paths[name] = splice(paths["mppo_closure"], folder / f"{name}.zip", payloads, python=made["python"])
+    marker = folder / "PWNED"
+    paths["dangerous"] = splice(paths["mppo_plain"], folder / "dangerous.zip", {"learning_rate": dangerous_payload(f"touch {marker}")})
+    paths["corrupt"] = splice(paths["mppo_closure"], folder / "corrupt.zip", {"learning_rate": "this is not base64!"})
+    return paths
+
+
+def load(model: Path, algo: str = "MaskablePPO", custom: dict = None, learn: bool = False, cwd=None) -> subprocess.CompletedProcess:
+    """The real SB3 load (and predict, optionally learn) in a child process: the ground truth."""
+    argv = [sys.executable, str(DATA / "load_model.py"), algo, str(model)]
+    argv += [json.dumps(custom)] if custom is not None else []
+    argv += ["--learn"] if learn else []
+    return subprocess.run(argv, capture_output=True, text=True, timeout=300, cwd=cwd)
+
+
+def result(completed: subprocess.CompletedProcess) -> dict:
+    assert completed.returncode == 0, completed.stderr[-2000:]
+    return json.loads(completed.stdout.strip().splitlines()[-1])
+
+
+def inspect(model: Path, *args: str) -> tuple:
+    run = run_envdoctor("inspect", str(model), "--json", "-", *args)
+    assert run.returncode in (0, 1), run
+    report = run.json()
+    return run, report, report["facts"]["models"]["files"][0]
+
+
+def findings(report: dict, check_id: str) -> list:
+    return [f for f in report["findings"] if f["id"] == check_id]
+
+
+def sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def custom_objects(model_facts: dict) -> dict:
+    return {key: plan["value"] for key, plan in model_facts["schedules"].items()}
+
+
+def test_own_closure_model_is_judged_safe_here_and_really_loads(models):
+    run, report, facts = inspect(models["mppo_closure"])
+    entries = {e["key"]: e for e in facts["entries"]}
+    assert run.returncode == 0 and report["findings"] == []
+    assert entries["learning_rate"]["verdict"] == "code"
+    function = entries["learning_rate"]["functions"][0]
+    assert function["qualname"] == "linear_schedule.<locals>.func"
+    assert function["closure"] == [0.0003] and function["producer_minor"] == "3.11"
+    assert function["filename"].endswith("make_models.py")
+    assert entries["observation_space"]["verdict"] == "reference" and entries["observation_space"]["numpy_major"] == 2
+    assert facts["producer"] == {**facts["producer"], "system_info_python": "3.11.7", "consistent": True}
+    assert result(load(models["mppo_closure"]))["clip_range"] == 0.1
+
+
+def test_foreign_312_model_is_flagged_and_really_segfaults_in_training(models):
+    run, report, facts = inspect(models["foreign_py312"])
+    [finding] = findings(report, "sb3.foreign-bytecode")
+    assert run.returncode == 1 and finding["severity"] == "error"
+    assert "3.12" in finding["title"] and "during training" in finding["explanation"]
+    clip = next(e for e in facts["entries"] if e["key"] == "clip_range")["functions"][0]
+    assert clip["bytecode_candidates"] == ["3.12"] and clip["system_info_agrees"]
+    assert "MaskablePPO.load(" in finding["remedies"][0]["command"] and "envdoctor sanitize" in finding["remedies"][1]["command"]
+    assert load(models["foreign_py312"], learn=True).returncode < 0  # killed by a signal inside train()
+    assert result(load(models["foreign_py312"], custom=custom_objects(facts), learn=True))["learned"]
+
+
+def test_foreign_313_model_really_segfaults_while_loading(models):
+    _, report, facts = inspect(models["foreign_py313"])
+    [finding] = findings(report, "sb3.foreign-bytecode")
+    assert finding["severity"] == "error" and "while loading" in finding["explanation"]
+    assert facts["producer"]["code_minors"] == ["3.13"]
+    assert load(models["foreign_py313"]).returncode < 0
+    assert result(load(models["foreign_py313"], custom=custom_objects(facts)))["lr"] == 0.0003
+
+
+def test_foreign_38_model_is_silently_dropped_by_sb3(models):
+    _, report, facts = inspect(models["foreign_py38"])
+    [finding] = findings(report, "sb3.foreign-bytecode")
+    assert finding["severity"] == "warning" and "silently" in finding["title"]
+    assert {f["layout"] for e in facts["entries"] for f in e["functions"]} == {"3.8–3.10"}
+    loaded = result(load(models["foreign_py38"]))
+    assert loaded["clip_range"] == 0.2 and loaded["warnings"]  # the saved 0.1 is lost, as the finding says
+
+
+def test_schedule_from_a_module_missing_here_is_flagged_and_really_raises(models):
+    _, report, facts = inspect(models["mppo_byref"])
+    [finding] = findings(report, "sb3.missing-module")
+    assert "sb3_fixture_schedules" in finding["title"]
+    completed = load(models["mppo_byref"])
+    assert completed.returncode == 1 and "No module named 'sb3_fixture_schedules'" in completed.stderr
+    assert result(load(models["mppo_byref"], custom=custom_objects(facts)))["lr"] == 0.0003
+
+
+def test_dangerous_model_is_flagged_and_never_run_by_the_doctor(models, tmp_path):
+    marker = models["dangerous"].parent / "PWNED"
+    _, report, facts = inspect(models["dangerous"])
+    [finding] = findings(report, "sb3.dangerous-pickle")
+    assert finding["severity"] == "error" and "system" in finding["explanation"]
+    out = tmp_path / "clean.zip"
+    assert run_envdoctor("sanitize", str(models["dangerous"]), "-o", str(out)).returncode == 0
+    assert result(load(out))["lr"] == 0.0003
+    assert not marker.exists()
+    load(models["dangerous"])  # the real load runs the payload: proof that it was live
+    assert marker.exists()
+
+
+def test_corrupt_entry_is_reported_not_an_input_error(models):
+    run, report, _ = inspect(models["corrupt"])
+    [finding] = findings(report, "sb3.corrupt-entry")
+    assert run.returncode == 1 and "learning_rate" in finding["title"]
+    assert load(models["corrupt"]).returncode == 1
+
+
+@pytest.mark.parametrize("name, algo", [
+    ("mppo_closure", "MaskablePPO"), ("ppo_closure", "PPO"), ("foreign_py312", "MaskablePPO"), ("foreign_py313", "MaskablePPO"),
+    ("foreign_py38", "MaskablePPO"), ("mppo_byref", "MaskablePPO"), ("corrupt", "MaskablePPO"), ("mppo_plain", "MaskablePPO"),
+])
+def test_sanitized_copy_loads_plainly_and_predicts_like_the_original(models, tmp_path, name, algo):
+    source = models[name]
+    before = sha256(source)
+    _, _, facts = inspect(source)
+    out = tmp_path / "out.zip"
+    run = run_envdoctor("sanitize", str(source), "-o", str(out))
+    assert run.returncode == 0, run
+    sanitized = result(load(out, algo))
+    reference = result(load(source, algo, custom=custom_objects(facts)))
+    assert sanitized["actions"] == reference["actions"]
+    assert sha256(source) == before
+    with zipfile.ZipFile(source) as a, zipfile.ZipFile(out) as b:
+        assert [n for n in b.namelist() if n != "envdoctor_sanitized.json"] == a.namelist()
+        assert all(a.read(n) == b.read(n) for n in a.namelist() if n != "data")
+        audit = json.loads(b.read("envdoctor_sanitized.json"))
+        data = json.loads(b.read("data"))
+    assert audit["source_sha256"] == before
+    assert {k: v["value"] for k, v in audit["replaced"].items()} == custom_objects(facts)
+    assert all(not isinstance(data[k], dict) for k in audit["replaced"])
+    if "clip_range" in audit["replaced"] and algo == "MaskablePPO":
+        assert sanitized["clip_range"] == audit["replaced"]["clip_range"]["value"]
+
+
+def test_sanitize_reports_where_numbers_came_from_and_honours_options(models, tmp_path):
+    out = tmp_path / "ppo.zip"
+    run = run_envdoctor("sanitize", str(models["ppo_closure"]), "-o", str(out), "--clip-range", "0.3")
+    assert run.returncode == 0, run
+    assert "clip_range: code → 0.3 (given with --clip-range)" in run.stdout
+    assert "clip_range_vf: code → 0.5 (constant found" in run.stdout
+    assert "learning_rate: code → 0.001 (constant found" in run.stdout
+    assert result(load(out, "PPO"))["clip_range"] == 0.3
+
+
+def test_sanitize_refuses_existing_output_without_force(models, tmp_path):
+    out = tmp_path / "out.zip"
+    out.write_bytes(b"keep me")
+    run = run_envdoctor("sanitize", str(models["mppo_closure"]), "-o", str(out))
+    assert run.returncode == 2 and "--force" in run.stderr and len(run.stderr.strip().splitlines()) == 1
+    assert out.read_bytes() == b"keep me"
+    assert run_envdoctor("sanitize", str(models["mppo_closure"]), "-o", str(out), "--force").returncode == 0
+    assert zipfile.is_zipfile(out)
+
+
+def test_sanitize_refuses_code_in_policy_kwargs(models, tmp_path):
+    out = tmp_path / "out.zip"
+    run = run_envdoctor("sanitize", str(models["mppo_custom_extractor"]), "-o", str(out))
+    assert run.returncode == 2 and "policy_kwargs" in run.stderr and "TinyExtractor" in run.stderr
+    assert not out.exists()
+
+
+def test_check_with_model_adds_its_findings_to_the_environment_report(models, envdoctor, tmp_path):
+    run = envdoctor("check", "--no-probe", "--only", "sb3", "--model", str(models["foreign_py313"]), "--json", "-", "--no-save")
+    assert run.returncode == 1, run
+    report = run.json()
+    assert report["facts"]["models"]["files"][0]["path"].endswith("foreign_py313.zip")
+    assert [f["id"] for f in report["findings"]] == ["sb3.foreign-bytecode"]
+    recorded = tmp_path / "recorded.json"
+    recorded.write_text(run.stdout)
+    rejudged = envdoctor("check", "--from", str(recorded), "--only", "sb3", "--json", "-", "--no-save")
+    assert [f["id"] for f in rejudged.json()["findings"]] == ["sb3.foreign-bytecode"]
