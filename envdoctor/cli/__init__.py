@@ -27,6 +27,7 @@ def cli() -> None:
 from envdoctor.cli import check as _check  # noqa: E402,F401
 from envdoctor.cli import fix as _fix  # noqa: E402,F401
 from envdoctor.cli import diff as _diff  # noqa: E402,F401
+from envdoctor.cli import fleet as _fleet  # noqa: E402,F401
 from envdoctor.cli import inspect as _inspect  # noqa: E402,F401
 from envdoctor.cli import run as _run  # noqa: E402,F401
 

@@ -1,0 +1,54 @@
+"""`envdoctor fleet`: check every node of a cluster and show the odd ones out."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from pathlib import Path
+
+import click
+
+from envdoctor.cli import EXIT_FINDINGS, EXIT_OK, cli
+from envdoctor.cli.options import STDOUT, output_options, use_color, write_output
+from envdoctor.errors import UsageError
+from envdoctor.fleet import render
+from envdoctor.fleet.aggregate import aggregate
+from envdoctor.fleet.sources import collect_from_ray, read_directory
+
+DEFAULT_REPORT_ROOT = Path("reports")
+
+
+def default_report_dir() -> Path:
+    return DEFAULT_REPORT_ROOT / f"fleet-{datetime.now().strftime('%Y%m%d-%H%M%S')}"
+
+
+@cli.command()
+@click.option("--address", metavar="ADDR", help="Ray cluster to check, as for ray.init (e.g. auto, HOST:6379, ray://HOST:10001).")
+@click.option("--reports", "reports_dir", metavar="DIR", type=click.Path(path_type=Path), help="Aggregate the *.json reports in DIR instead (Slurm, Kubernetes, ...).")
+@click.option("--python", "python", metavar="PATH", help="Interpreter to diagnose on every node [default: the one running Ray's workers].")
+@click.option("--no-probe", is_flag=True, help="Do not run the probe ladder on the nodes.")
+@click.option("--timeout", type=click.FloatRange(min=1), default=300, show_default=True, help="Seconds each node's check may take.")
+@click.option("--report-dir", type=click.Path(file_okay=False, path_type=Path), help="Where to save the nodes' reports [default: ./reports/fleet-STAMP].")
+@output_options
+@click.option("-v", "--verbose", is_flag=True, help="Explain every deviation.")
+def fleet(address, reports_dir, python, no_probe, timeout, report_dir, json_out, markdown_out, verbose) -> int:
+    """Run `check` on every node of a Ray cluster (or read a folder of reports) and show how nodes deviate.
+
+    Exits 1 when a node deviates from the majority or has no report, 0 otherwise.
+    """
+    if bool(address) == bool(reports_dir):
+        raise UsageError("give exactly one of --address (a Ray cluster) or --reports DIR (reports gathered otherwise)")
+    if reports_dir and (python or report_dir or no_probe):
+        raise UsageError("--python, --no-probe and --report-dir apply to --address only")
+    if address:
+        report_dir = report_dir or default_report_dir()
+        nodes = collect_from_ray(address, report_dir, python, not no_probe, timeout)
+    else:
+        nodes = read_directory(reports_dir)
+    view = aggregate(nodes, saved_in=str(report_dir) if report_dir else None)
+    if json_out:
+        write_output(render.json(view), json_out)
+    if markdown_out:
+        write_output(render.markdown(view), markdown_out)
+    if STDOUT not in (json_out, markdown_out):
+        click.echo(render.terminal(view, verbose=verbose, color=use_color()), nl=False)
+    return EXIT_FINDINGS if view.deviating else EXIT_OK
