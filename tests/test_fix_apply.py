@@ -74,6 +74,13 @@ def tree_digest(root: Path) -> dict:
     return digest
 
 
+def wheel_findings(envdoctor, python: Path) -> list:
+    """The ids of what `envdoctor check --only wheels` finds in the environment now."""
+    run = envdoctor("check", "--python", str(python), "--only", "wheels", "--no-save", "--json", "-")
+    assert run.returncode in (0, 1), run
+    return [f["id"] for f in run.json()["findings"]]
+
+
 def only_record(report_dir: Path) -> Path:
     (folder,) = list(report_dir.glob("fix-*"))
     return folder
@@ -101,6 +108,7 @@ def test_declined_prompt_changes_nothing(mixed, envdoctor, offline, tmp_path):
 def test_mixed_wheels_apply_verifies_and_rollback_restores_the_freeze(mixed, envdoctor, offline, tmp_path):
     frozen = freeze(mixed)
     assert "nvidia-cuda-runtime-cu11==11.7.99" in frozen and "nvidia-cuda-runtime-cu12==12.1.105" in frozen
+    assert "wheels.mixed-cuda-families" in wheel_findings(envdoctor, mixed)
     run = envdoctor("fix", "--mixed-wheels", "--python", str(mixed), "--apply", "--yes", "--json", "-", env=offline)
     assert run.returncode == 0, run
     result = run.json()["result"]
@@ -110,6 +118,7 @@ def test_mixed_wheels_apply_verifies_and_rollback_restores_the_freeze(mixed, env
     assert "nvidia-cuda-runtime" not in after and "torch==2.13.0+cpu" in after
     again = envdoctor("fix", "--mixed-wheels", "--python", str(mixed), "--format", "json").json()
     assert again["plan"]["applicable"] is False and again["plan"]["steps"][0]["reason"] == "no NVIDIA CUDA wheels are installed"
+    assert wheel_findings(envdoctor, mixed) == []
 
     record = only_record(tmp_path / "reports")
     assert (record / "freeze.txt").read_text() == frozen
@@ -158,3 +167,27 @@ def test_apply_api_rolls_back_a_failing_step_of_a_planned_fix(mixed, offline, tm
     assert any("No matching distribution found for nvidia-cuda-runtime-cu11==0.0.1" in line for line in lines)
     assert freeze(mixed) == frozen
     assert records.load(result.record).outcome["outcome"] == "rolled-back"
+
+
+def uv_freeze(python: Path) -> str:
+    uv = Path(sys.executable).with_name("uv")
+    return subprocess.run([str(uv), "pip", "freeze", "--python", str(python)], capture_output=True, text=True, check=True).stdout
+
+
+def test_uv_installer_applies_and_rolls_back(venvs, envdoctor, wheel_dir, tmp_path):
+    """A venv without pip is fixed with uv (found on PATH), offline from the local wheel folder."""
+    python = venvs.get("fix-uv", ["--find-links", str(wheel_dir), *(f"{n}=={v}" for n, v in WHEELS.items())])
+    env = {"PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}", "UV_OFFLINE": "1", "UV_FIND_LINKS": str(wheel_dir)}
+    frozen = uv_freeze(python)
+    assert "nvidia-cuda-runtime-cu11==11.7.99\nnvidia-cuda-runtime-cu12==12.1.105\n" in frozen
+    run = envdoctor("fix", "--mixed-wheels", "--python", str(python), "--apply", "--yes", "--json", "-", env=env)
+    assert run.returncode == 0, run
+    document = run.json()
+    assert document["plan"]["installer"] == "uv"
+    uninstall = document["plan"]["steps"][0]["argv"]
+    assert Path(uninstall[0]).name == "uv" and uninstall[1:] == ["pip", "uninstall", "--python", str(python), "nvidia-cuda-runtime-cu11", "nvidia-cuda-runtime-cu12"]
+    assert document["result"]["outcome"] == "applied"
+    assert uv_freeze(python) == frozen.replace("nvidia-cuda-runtime-cu11==11.7.99\nnvidia-cuda-runtime-cu12==12.1.105\n", "")
+    undo = envdoctor("fix", "--rollback", str(only_record(tmp_path / "reports")), "--yes", env=env)
+    assert undo.returncode == 0, undo
+    assert uv_freeze(python) == frozen
