@@ -1,0 +1,124 @@
+"""Hostile and broken files: one line and exit 2, no unbounded reads, nothing executed.
+
+These models are built by hand (no SB3 needed): a zip with a `data` member in SB3's JSON format.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import pickle
+import struct
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from envdoctor.sb3 import pickle_vm
+from envdoctor.sb3.classify import classify
+from tests.conftest import run_envdoctor
+
+sys.path.insert(0, str(Path(__file__).parent / "data" / "sb3"))
+from splice import dangerous_payload  # noqa: E402
+
+
+def model_zip(path: Path, data, system_info: str = "- Python: 3.11.7\n") -> Path:
+    with zipfile.ZipFile(path, "w") as archive:
+        archive.writestr("data", data if isinstance(data, (bytes, str)) else json.dumps(data, indent=4))
+        archive.writestr("_stable_baselines3_version", "2.9.2")
+        archive.writestr("system_info.txt", system_info)
+    return path
+
+
+def entry(value) -> dict:
+    return {":type:": "<class 'function'>", ":serialized:": base64.b64encode(pickle.dumps(value, protocol=5)).decode()}
+
+
+def one_line_error(run) -> str:
+    assert run.returncode == 2, run
+    lines = run.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("envdoctor: error:") and "Traceback" not in run.stderr
+    return lines[0]
+
+
+def test_missing_file(tmp_path):
+    assert "no such file" in one_line_error(run_envdoctor("inspect", str(tmp_path / "nope.zip")))
+
+
+def test_not_a_zip(tmp_path):
+    path = tmp_path / "model.zip"
+    path.write_text("hello")
+    assert "not a zip" in one_line_error(run_envdoctor("inspect", str(path)))
+
+
+def test_truncated_zip(tmp_path):
+    path = model_zip(tmp_path / "model.zip", {"gamma": 0.99})
+    path.write_bytes(path.read_bytes()[:-30])
+    assert "truncated" in one_line_error(run_envdoctor("inspect", str(path)))
+
+
+def test_zip_without_data(tmp_path):
+    path = tmp_path / "model.zip"
+    with zipfile.ZipFile(path, "w") as archive:
+        archive.writestr("weights.bin", b"\0" * 10)
+    assert "no `data` member" in one_line_error(run_envdoctor("inspect", str(path)))
+
+
+def test_invalid_json(tmp_path):
+    path = model_zip(tmp_path / "model.zip", "{not json")
+    assert "not valid JSON" in one_line_error(run_envdoctor("sanitize", str(path), "-o", str(tmp_path / "out.zip")))
+
+
+def test_member_declaring_a_huge_size_is_refused_unread(tmp_path):
+    path = model_zip(tmp_path / "model.zip", {"gamma": 0.99})
+    raw = bytearray(path.read_bytes())
+    central = raw.index(b"PK\x01\x02")  # the first central-directory record is `data`'s
+    struct.pack_into("<I", raw, central + 24, 0xFFFFFFF0)  # its uncompressed size: ~4 GiB
+    path.write_bytes(bytes(raw))
+    assert "declares 4294967280 bytes" in one_line_error(run_envdoctor("inspect", str(path)))
+
+
+def test_invalid_base64_is_a_corrupt_entry_not_an_input_error(tmp_path):
+    path = model_zip(tmp_path / "model.zip", {"learning_rate": {":type:": "<class 'function'>", ":serialized:": "not base64!"}})
+    run = run_envdoctor("inspect", str(path), "--json", "-")
+    assert run.returncode == 1, run
+    assert [f["id"] for f in run.json()["findings"]] == ["sb3.corrupt-entry"]
+
+
+def test_dangerous_payload_is_flagged_and_not_run(tmp_path):
+    marker = tmp_path / "PWNED"
+    path = model_zip(tmp_path / "model.zip", {"learning_rate": {":type:": "<class 'function'>", ":serialized:": dangerous_payload(f"touch {marker}")}})
+    run = run_envdoctor("inspect", str(path), "--json", "-")
+    assert [f["id"] for f in run.json()["findings"]] == ["sb3.dangerous-pickle"]
+    assert "posix.system" in run.json()["findings"][0]["explanation"]
+    assert not marker.exists()
+
+
+@pytest.mark.parametrize("payload, reason", [
+    (b"\x80\x05K\x01", "exhausted before seeing STOP"),
+    (b"\x80\x05\x82\x01.", "extension code"),
+    (b"\x80\x05\x8e\xff\xff\xff\xff\xff\xff\x00\x00abc.", "bytes8"),
+    (b"", "empty"),
+])
+def test_broken_pickles_are_corrupt(payload, reason):
+    with pytest.raises(pickle_vm.CorruptPickle, match=reason):
+        pickle_vm.run(payload)
+
+
+def test_code_referring_to_dangerous_names_is_dangerous():
+    import cloudpickle
+
+    def schedule(_):
+        return __import__("os").system("true") or 0.1
+
+    text = base64.b64encode(cloudpickle.dumps(schedule)).decode()
+    facts = classify("clip_range", {":serialized:": text}, "3.11")
+    assert facts["verdict"] == "dangerous"
+    assert any("__import__" in r and "system" in r for r in facts["reasons"])
+
+
+def test_plain_values_and_references_are_read_without_importing():
+    facts = classify("x", entry({"a": [1.5, b"\x00"], "b": zipfile.ZipInfo}), "3.11")
+    assert facts["verdict"] == "reference" and facts["globals"] == ["zipfile.ZipInfo"]
+    assert facts["modules"] == ["zipfile"]
