@@ -156,5 +156,10 @@ def stream_child(
         kill_group(process)
         process.wait()
         timed_out = True
+    except KeyboardInterrupt:
+        # The child has its own session, so Ctrl-C reaches only the doctor: end the child before giving up on it.
+        kill_group(process)
+        process.wait()
+        raise
     reader.join()
     return ChildResult(tuple(argv), process.returncode, "".join(lines), "", time.monotonic() - started, timed_out=timed_out)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -191,3 +192,41 @@ def test_uv_installer_applies_and_rolls_back(venvs, envdoctor, wheel_dir, tmp_pa
     undo = envdoctor("fix", "--rollback", str(only_record(tmp_path / "reports")), "--yes", env=env)
     assert undo.returncode == 0, undo
     assert uv_freeze(python) == frozen
+
+
+INTERRUPTED_APPLY = """
+import sys
+from pathlib import Path
+from envdoctor.fix import apply as applying
+from envdoctor.fix.facts import gather
+from envdoctor.fix.installer import Installer
+from envdoctor.fix.mixed_wheels import plan_mixed_wheels
+from envdoctor.fix.plan import Step, StepKind
+
+python, uv, report_dir = sys.argv[1:]
+facts = gather(python, ("target",))
+installer = Installer("uv", python, uv)
+plan = plan_mixed_wheels(facts, installer)
+hang = Step(StepKind.INSTALL, "Hang", "to be interrupted", argv=(sys.executable, "-c", "import time; print('hanging', flush=True); time.sleep(600)  # " + report_dir))
+plan = type(plan)(**{**plan.__dict__, "steps": plan.steps[:1] + (hang,) + plan.steps[1:]})
+result = applying.apply(plan, installer, facts["target"]["distributions"], Path(report_dir), applying.always, lambda line: print(line, flush=True))
+print("OUTCOME", result.outcome.value, result.message, flush=True)
+"""
+
+
+def test_ctrl_c_during_a_step_kills_it_and_rolls_back(venvs, wheel_dir, tmp_path):
+    python = venvs.get("fix-interrupt", ["--find-links", str(wheel_dir), *(f"{n}=={v}" for n, v in WHEELS.items())])
+    frozen = uv_freeze(python)
+    uv = Path(sys.executable).with_name("uv")
+    env = {**os.environ, "UV_OFFLINE": "1", "UV_FIND_LINKS": str(wheel_dir)}
+    child = subprocess.Popen([sys.executable, "-c", INTERRUPTED_APPLY, str(python), str(uv), str(tmp_path)], stdout=subprocess.PIPE, text=True, env=env)
+    for line in child.stdout:
+        if line.strip() == "hanging":
+            assert "nvidia-cuda-runtime" not in uv_freeze(python)
+            child.send_signal(signal.SIGINT)
+            break
+    rest = child.stdout.read()
+    assert child.wait(timeout=120) == 0
+    assert "OUTCOME rolled-back step 2 (Hang) was interrupted" in rest
+    assert uv_freeze(python) == frozen
+    assert f"time.sleep(600)  # {tmp_path}" not in subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout

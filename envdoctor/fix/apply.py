@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping, Optional, Sequence, Tuple
 
+from envdoctor.fix import FixError
 from envdoctor.fix import record as records
 from envdoctor.fix.installer import Installer, freeze, run_step
 from envdoctor.fix.plan import Plan
@@ -88,7 +89,11 @@ def run_steps(plan: Plan, on_line: OnLine) -> Tuple[Tuple[StepRun, ...], Optiona
             continue
         on_line(f"==> {number}. {step.summary}")
         on_line(f"$ {step.command}")
-        result = run_step(step.argv, on_line)
+        try:
+            result = run_step(step.argv, on_line)
+        except KeyboardInterrupt:
+            runs.append(StepRun(number, step.command, "interrupted", False, 0.0))
+            return tuple(runs), f"step {number} ({step.summary}) was interrupted"
         runs.append(StepRun(number, step.command, result.describe(), result.ok, result.duration_s))
         if not result.ok:
             return tuple(runs), f"step {number} ({step.summary}) {result.describe()}"
@@ -123,11 +128,19 @@ def apply(
         result = ApplyResult(Outcome.APPLIED, "applied and verified", record.folder, runs, verification)
     else:
         on_line(f"==> {failure}; rolling back to {record.folder}")
-        undone = restore(record, on_line)
+        undone = restore_or_explain(record, on_line)
         outcome = Outcome.ROLLED_BACK if undone.outcome in (Outcome.APPLIED, Outcome.NOTHING_TO_DO) else Outcome.ROLLBACK_FAILED
         result = ApplyResult(outcome, f"{failure}; {undone.message}", record.folder, runs, verification, undone)
     records.finish(record, result.to_json())
     return result
+
+
+def restore_or_explain(record: records.Record, on_line: OnLine) -> ApplyResult:
+    """An automatic rollback that cannot even start (no installer left) is a failed result, not a crash."""
+    try:
+        return restore(record, on_line)
+    except FixError as error:
+        return ApplyResult(Outcome.ROLLBACK_FAILED, f"could not restore {record.folder}: {error}", record.folder)
 
 
 def restore(record: records.Record, on_line: OnLine, confirm: Confirm = always) -> ApplyResult:
