@@ -39,15 +39,15 @@ def fixed(impact: Impact, why: str) -> Judge:
     return lambda a, b, facts_a, facts_b: (impact, why)
 
 
-def b_driver(facts: Facts) -> Tuple[Optional[str], str]:
-    """B's driver version and the OS whose driver table applies."""
+def driver_of(facts: Facts) -> Tuple[Optional[str], str]:
+    """A report's driver version and the OS whose driver table applies to it."""
     gpu, system = readers.section(facts, "gpu"), readers.section(facts, "system")
     version = None if isinstance(gpu, Unrecorded) else (gpu.get("driver") or {}).get("version")
     os_name = "" if isinstance(system, Unrecorded) else str(system.get("os", ""))
     return version, "windows" if os_name == "Windows" else "linux"
 
 
-def b_torch_build(facts: Facts) -> dict:
+def torch_build_of(facts: Facts) -> dict:
     target = readers.section(facts, "target")
     return {} if isinstance(target, Unrecorded) else dict(readers.torch_build(target))
 
@@ -68,7 +68,7 @@ def installed(judge: Judge) -> Judge:
 
 
 def judge_torch(a: str, b: str, facts_a: Facts, facts_b: Facts) -> Tuple[Impact, str]:
-    if readers.variant_of(b_torch_build(facts_a)) != readers.variant_of(b_torch_build(facts_b)):
+    if readers.variant_of(torch_build_of(facts_a)) != readers.variant_of(torch_build_of(facts_b)):
         return Impact.BREAKS, "Another build variant: a CPU build silently trains on the CPU; each CUDA variant needs its own driver and GPU kernels"
     return Impact.MAY_BREAK, "Checkpoints, TorchScript and compiled artifacts are tied to a torch version; kernels and defaults change"
 
@@ -76,11 +76,11 @@ def judge_torch(a: str, b: str, facts_a: Facts, facts_b: Facts) -> Tuple[Impact,
 def judge_driver(a: str, b: str, facts_a: Facts, facts_b: Facts) -> Tuple[Impact, str]:
     if b == NONE:
         return Impact.BREAKS, "B has no NVIDIA driver: CUDA code from A fails on B or silently runs on the CPU"
-    version, os_name = b_driver(facts_b)
-    cuda = b_torch_build(facts_b).get("cuda")
+    version, os_name = driver_of(facts_b)
+    cuda = torch_build_of(facts_b).get("cuda")
     if cuda and not driver_satisfies(version, str(cuda), os_name):
         return Impact.BREAKS, f"B's driver is too old for the CUDA {cuda} build of torch on B: CUDA initialisation fails"
-    older = a != NONE and version_tuple(b_driver(facts_a)[0] or "") > version_tuple(version or "")
+    older = a != NONE and version_tuple(driver_of(facts_a)[0] or "") > version_tuple(version or "")
     if older:
         return Impact.MAY_BREAK, "B's driver is older than A's: a CUDA build or extension that ran on A may need a newer driver on B"
     return Impact.CHANGES, "B's driver differs from A's; a newer driver still runs builds made for an older one"
@@ -89,7 +89,7 @@ def judge_driver(a: str, b: str, facts_a: Facts, facts_b: Facts) -> Tuple[Impact
 def judge_gpu_architecture(a: str, b: str, facts_a: Facts, facts_b: Facts) -> Tuple[Impact, str]:
     if b == NO_GPU:
         return Impact.BREAKS, "B has no NVIDIA GPU: CUDA code from A fails on B or silently runs on the CPU"
-    build = b_torch_build(facts_b)
+    build = torch_build_of(facts_b)
     variant, version = readers.variant_of(build), build.get("version")
     if variant.startswith("cu") and arch_list(variant, version):
         lacking = [cc for cc in b.split(", ") if support(cc, variant, version) is None]
