@@ -144,7 +144,7 @@ def test_failing_pin_rolls_back_to_the_exact_freeze(mixed, envdoctor, offline, t
     result = document["result"]
     assert result["outcome"] == "rolled-back", result
     assert [r["ok"] for r in result["runs"]] == [True, False]
-    assert result["rollback"]["outcome"] == "applied"
+    assert result["rollback"]["outcome"] == "restored"
     assert freeze(mixed) == frozen
     assert "Successfully uninstalled nvidia-cuda-runtime-cu11" in run.stderr
 

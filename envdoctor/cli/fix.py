@@ -79,8 +79,10 @@ def progress(line: str) -> None:
 
 def run_rollback(record_path: str, yes: bool, fmt: str, json_out: Optional[str]) -> int:
     record = records.load(Path(record_path))
-    result = applying.restore(record, progress, confirm=applying.always if yes else prompt)
-    plan = record.plan or Plan("rollback", "rollback", record.installer.python, record.installer.name, ())
+    plan = applying.plan_restore(record)
+    if fmt == "text" and json_out != STDOUT:
+        click.echo(render.text(plan), nl=False)
+    result = applying.restore(record, plan, progress, confirm=applying.always if yes else prompt)
     show(plan, result, fmt, json_out)
     return EXIT_OK if result.outcome.succeeded else EXIT_FINDINGS
 

@@ -27,12 +27,13 @@ class Outcome(enum.Enum):
     REFUSED = "refused"
     NOTHING_TO_DO = "nothing-to-do"
     APPLIED = "applied"
+    RESTORED = "restored"
     ROLLED_BACK = "rolled-back"
     ROLLBACK_FAILED = "rollback-failed"
 
     @property
     def succeeded(self) -> bool:
-        return self in (Outcome.DRY_RUN, Outcome.NOTHING_TO_DO, Outcome.APPLIED)
+        return self in (Outcome.DRY_RUN, Outcome.NOTHING_TO_DO, Outcome.APPLIED, Outcome.RESTORED)
 
 
 @dataclass(frozen=True)
@@ -129,7 +130,7 @@ def apply(
     else:
         on_line(f"==> {failure}; rolling back to {record.folder}")
         undone = restore_or_explain(record, on_line)
-        outcome = Outcome.ROLLED_BACK if undone.outcome in (Outcome.APPLIED, Outcome.NOTHING_TO_DO) else Outcome.ROLLBACK_FAILED
+        outcome = Outcome.ROLLED_BACK if undone.outcome in (Outcome.RESTORED, Outcome.NOTHING_TO_DO) else Outcome.ROLLBACK_FAILED
         result = ApplyResult(outcome, f"{failure}; {undone.message}", record.folder, runs, verification, undone)
     records.finish(record, result.to_json())
     return result
@@ -138,14 +139,18 @@ def apply(
 def restore_or_explain(record: records.Record, on_line: OnLine) -> ApplyResult:
     """An automatic rollback that cannot even start (no installer left) is a failed result, not a crash."""
     try:
-        return restore(record, on_line)
+        return restore(record, plan_restore(record), on_line)
     except FixError as error:
         return ApplyResult(Outcome.ROLLBACK_FAILED, f"could not restore {record.folder}: {error}", record.folder)
 
 
-def restore(record: records.Record, on_line: OnLine, confirm: Confirm = always) -> ApplyResult:
-    """Bring the environment back to `record` and check that its freeze is the recorded one again."""
-    plan = restore_plan(record, freeze(record.installer))
+def plan_restore(record: records.Record) -> Plan:
+    """The steps back to `record` from the environment as it is now."""
+    return restore_plan(record, freeze(record.installer))
+
+
+def restore(record: records.Record, plan: Plan, on_line: OnLine, confirm: Confirm = always) -> ApplyResult:
+    """Carry out a restore plan and check that the freeze is the recorded one again."""
     if not plan.changes:
         return ApplyResult(Outcome.NOTHING_TO_DO, "the environment already matches the record", record.folder)
     if not confirm(plan):
@@ -154,6 +159,6 @@ def restore(record: records.Record, on_line: OnLine, confirm: Confirm = always) 
     after = by_key(freeze(record.installer))
     differences = sorted(set(after.items()) ^ set(by_key(record.freeze).items()))
     if failure is None and not differences:
-        return ApplyResult(Outcome.APPLIED, f"restored the environment recorded in {record.folder}", record.folder, runs)
+        return ApplyResult(Outcome.RESTORED, f"restored the environment recorded in {record.folder}", record.folder, runs)
     detail = failure or "still differs from the record: " + ", ".join(line for _, line in differences)
     return ApplyResult(Outcome.ROLLBACK_FAILED, f"could not restore {record.folder}: {detail}", record.folder, runs)

@@ -17,7 +17,6 @@ from envdoctor.proc import run_child
 
 MINORS = [f"3.{n}" for n in range(7, 16)]
 VERSION_PROBE = "import sys; print('%d.%d' % sys.version_info[:2])"
-NO_GPU_COLLECTOR = {"source": "none", "driver": None, "gpus": [], "reason": "no GPU collector in this envdoctor"}
 
 
 def candidate_paths(environ: Mapping[str, str]) -> List[str]:
@@ -55,8 +54,6 @@ def gather(python: str, sections: Sequence[str], environ: Optional[Mapping[str, 
     with ThreadPoolExecutor(max_workers=len(collectors) or 1) as pool:
         futures = {name: pool.submit(timed, collector, ctx) for name, collector in collectors.items()}
         facts = {name: future.result()[0] for name, future in futures.items()}
-    if "gpu" in sections and "gpu" not in COLLECTORS:
-        facts["gpu"] = dict(NO_GPU_COLLECTOR)
     if "error" in facts.get("target", {}):
         raise FixError(f"cannot read the environment of {python}: {facts['target']['error']}")
     return facts

@@ -9,7 +9,7 @@ import json
 import shlex
 from typing import List, Optional
 
-from envdoctor.fix.apply import ApplyResult
+from envdoctor.fix.apply import ApplyResult, Outcome
 from envdoctor.fix.plan import Plan
 
 
@@ -60,6 +60,8 @@ def result_text(result: ApplyResult) -> str:
     lines: List[str] = [f"Result: {result.outcome.value}: {result.message}"]
     if result.verification and result.verification.torch:
         lines.append(f"  torch {result.verification.torch.get('version')} (CUDA {result.verification.torch.get('cuda')}) imports")
-    if result.record:
-        lines.append(f"  record: {result.record}  (undo with: envdoctor fix --rollback {shlex.quote(str(result.record))})")
+    if result.record and result.outcome is Outcome.APPLIED:
+        lines.append(f"  undo with: envdoctor fix --rollback {shlex.quote(str(result.record))}")
+    elif result.record:
+        lines.append(f"  record: {result.record}")
     return "\n".join(lines) + "\n"

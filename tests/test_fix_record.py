@@ -1,0 +1,59 @@
+"""Records and the restore plan computed from two freezes (no installer runs here)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from envdoctor.errors import UsageError
+from envdoctor.fix import record as records
+from envdoctor.fix.installer import Installer
+from envdoctor.fix.plan import StepStatus
+from envdoctor.fix.rollback import restore_plan
+
+PY = "/envs/seed/bin/python"
+RECORDED = (
+    "filelock==3.13.1",
+    "nvidia-cublas-cu12==12.1.3.1",
+    "torch==2.3.1+cu121",
+    "# Editable install with no version control (mypkg==0.1)",
+    "-e /src/mypkg",
+)
+
+
+def record(tmp_path: Path, installer: Installer = Installer("pip", PY)) -> records.Record:
+    return records.Record(tmp_path, "2026-11-22T15:00:00+00:00", installer, RECORDED, ())
+
+
+def test_restore_removes_what_was_added_and_reinstalls_what_changed(tmp_path):
+    now = ("filelock==3.13.1", "torch==1.13.1+cu116", "typing_extensions==4.12.2", "-e /src/mypkg")
+    remove, install = restore_plan(record(tmp_path), now).steps
+    assert remove.argv == (PY, "-m", "pip", "uninstall", "-y", "typing-extensions")
+    assert install.argv == (
+        PY, "-m", "pip", "install", "--no-deps", "--extra-index-url", "https://download.pytorch.org/whl/cu121",
+        "nvidia-cublas-cu12==12.1.3.1", "torch==2.3.1+cu121",
+    )
+
+
+def test_restore_of_an_unchanged_environment_has_nothing_to_do(tmp_path):
+    plan = restore_plan(record(tmp_path), RECORDED)
+    assert not plan.changes and all(s.status is StepStatus.SKIPPED for s in plan.steps)
+
+
+def test_restore_with_uv(tmp_path):
+    plan = restore_plan(record(tmp_path, Installer("uv", PY, "/usr/bin/uv")), RECORDED[:2])
+    assert plan.steps[1].argv == ("/usr/bin/uv", "pip", "install", "--python", PY, "--no-deps", "--extra-index-url", "https://download.pytorch.org/whl/cu121", "torch==2.3.1+cu121", "-e", "/src/mypkg")
+
+
+def test_record_round_trip(tmp_path):
+    saved = records.finish(record(tmp_path), {"outcome": "applied"})
+    loaded = records.load(tmp_path)
+    assert loaded == records.load(tmp_path / "record.json") == saved
+
+
+def test_a_report_is_not_a_record(tmp_path):
+    (tmp_path / "report.json").write_text(json.dumps({"schema_version": "1.0"}))
+    with pytest.raises(UsageError, match="is not an envdoctor fix record"):
+        records.load(tmp_path / "report.json")
