@@ -123,9 +123,22 @@ def test_the_direction_matters(envdoctor):
 def test_moving_to_a_machine_without_gpu(envdoctor):
     found = by_aspect(envdoctor("diff", crafted("h100-cu130"), crafted("cpu-only"), "--json", "-").json())
     assert (found["torch"]["a"], found["torch"]["b"]) == ("2.13.0 (cu130)", "2.13.0 (cpu)")
-    assert "CPU build silently trains on the CPU" in found["torch"]["why"]
+    assert "B's torch is a CPU build" in found["torch"]["why"]
     assert found["cuda.driver"]["b"] == "none" and "no NVIDIA driver" in found["cuda.driver"]["why"]
     assert found["gpu.architecture"]["b"] == "no GPU"
+
+
+def test_a_measured_gpu_machine_against_this_one(envdoctor, tmp_path):
+    """A real H100 report against a real report of this GPU-less machine, both directions."""
+    here = tmp_path / "here.json"
+    assert envdoctor("check", "--no-save", "--no-probe", "--json", str(here)).returncode in (0, 1)
+    found = by_aspect(envdoctor("diff", crafted("h100-measured"), str(here), "--json", "-").json())
+    assert found["cuda.driver"]["a"] == "580.159.04 (CUDA 13.0)" and found["cuda.driver"]["b"] == "none"
+    assert found["cuda.driver"]["impact"] == found["gpu.architecture"]["impact"] == "likely to break"
+    assert found["torch"]["a"] == "2.11.0 (cu130)"
+    back = by_aspect(envdoctor("diff", str(here), crafted("h100-measured"), "--json", "-").json())
+    assert back["cuda.driver"]["impact"] == back["wheels.families"]["impact"] == "changes behaviour"
+    assert back["wheels.families"]["b"] == "cu13"
 
 
 def test_a_failed_collector_is_not_compared_instead_of_guessed(envdoctor):

@@ -21,6 +21,7 @@ from envdoctor.compare.readers import NONE, NO_GPU, NOT_INSTALLED, Facts, Unreco
 from envdoctor.knowledge import version_tuple
 from envdoctor.knowledge.arches import arch_list, support
 from envdoctor.knowledge.drivers import driver_satisfies
+from envdoctor.knowledge.wheels import torch_family
 
 Judge = Callable[[str, str, Facts, Facts], Tuple[Impact, str]]
 
@@ -68,9 +69,12 @@ def installed(judge: Judge) -> Judge:
 
 
 def judge_torch(a: str, b: str, facts_a: Facts, facts_b: Facts) -> Tuple[Impact, str]:
-    if readers.variant_of(torch_build_of(facts_a)) != readers.variant_of(torch_build_of(facts_b)):
-        return Impact.BREAKS, "Another build variant: a CPU build silently trains on the CPU; each CUDA variant needs its own driver and GPU kernels"
-    return Impact.MAY_BREAK, "Checkpoints, TorchScript and compiled artifacts are tied to a torch version; kernels and defaults change"
+    variant = readers.variant_of(torch_build_of(facts_b))
+    if variant == readers.variant_of(torch_build_of(facts_a)):
+        return Impact.MAY_BREAK, "Checkpoints, TorchScript and compiled artifacts are tied to a torch version; kernels and defaults change"
+    if variant == "cpu":
+        return Impact.BREAKS, "B's torch is a CPU build: code that used CUDA on A fails on B or silently trains on the CPU"
+    return Impact.BREAKS, f"B's torch is a {variant} build: it needs that variant's driver floor, NVIDIA wheels and GPU kernels"
 
 
 def judge_driver(a: str, b: str, facts_a: Facts, facts_b: Facts) -> Tuple[Impact, str]:
@@ -99,6 +103,20 @@ def judge_gpu_architecture(a: str, b: str, facts_a: Facts, facts_b: Facts) -> Tu
                 "'no kernel image is available for execution on the device'"
             )
     return Impact.MAY_BREAK, "Another GPU architecture: torch runs other kernels, and a build without kernels for it fails on B"
+
+
+def judge_wheel_families(a: str, b: str, facts_a: Facts, facts_b: Facts) -> Tuple[Impact, str]:
+    families = [] if b == NONE else b.split("+")
+    wanted = torch_family(torch_build_of(facts_b).get("cuda"))
+    if len(families) > 1:
+        return Impact.BREAKS, "B mixes CUDA families: torch may load a cuDNN/cuBLAS it was not built with and segfault"
+    if families and wanted and families != [wanted]:
+        return Impact.BREAKS, f"torch on B was built for {wanted}: it loads CUDA libraries of another family and fails or segfaults"
+    if wanted and not families:
+        return Impact.MAY_BREAK, "torch on B is a CUDA build without NVIDIA wheels: its CUDA libraries must come from the system"
+    if NONE in (a, b):
+        return Impact.CHANGES, "The NVIDIA wheels follow B's torch build"
+    return Impact.MAY_BREAK, "Another CUDA family: extensions built against A's cuDNN/cuBLAS may not load on B"
 
 
 def judge_instruction_sets(a: str, b: str, facts_a: Facts, facts_b: Facts) -> Tuple[Impact, str]:
@@ -136,8 +154,7 @@ ASPECTS: Tuple[Aspect, ...] = (
     Aspect("torch", "torch", readers.torch, installed(judge_torch)),
     Aspect("cuda.driver", "NVIDIA driver", readers.driver, judge_driver),
     Aspect("gpu.architecture", "GPU compute capability", readers.gpu_architecture, judge_gpu_architecture),
-    Aspect("wheels.families", "NVIDIA wheel families", readers.wheel_families, fixed(
-        Impact.BREAKS, "torch loads cuDNN/cuBLAS from these wheels; another or a mixed family loads libraries it was not built with and segfaults")),
+    Aspect("wheels.families", "NVIDIA wheel families", readers.wheel_families, judge_wheel_families),
     Aspect("numpy.major", "NumPy major", readers.numpy_major, installed(fixed(
         Impact.BREAKS, "NumPy 2 changed the C ABI and pickle paths: extensions built for 1.x fail under 2.x, arrays pickled under 2.x fail under 1.x"))),
     Aspect("cpu.instruction-sets", "CPU instruction sets", readers.instruction_sets, judge_instruction_sets),
