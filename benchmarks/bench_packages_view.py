@@ -31,7 +31,7 @@ DESCRIPTION = "A line of the long description that pip leaves in METADATA.\n" * 
 def write_distribution(site: Path, name: str, version: str, requires) -> None:
     folder = site / f"{name.replace('-', '_')}-{version}.dist-info"
     folder.mkdir()
-    header = [f"Metadata-Version: 2.1", f"Name: {name}", f"Version: {version}", *(f"Requires-Dist: {r}" for r in requires)]
+    header = ["Metadata-Version: 2.1", f"Name: {name}", f"Version: {version}", *(f"Requires-Dist: {r}" for r in requires)]
     (folder / "METADATA").write_text("\n".join(header) + "\n\n" + DESCRIPTION)
 
 

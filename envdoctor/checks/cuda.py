@@ -147,7 +147,10 @@ def driver_too_old(facts: Mapping[str, Any]) -> Iterable[Finding]:
 def arch_finding(facts, build: TorchBuild, gpu: Mapping[str, Any], tag: str, shipped: Tuple[str, ...]) -> Finding:
     capability = gpu["compute_capability"]
     release = torch_matrix.find(build.version)
-    supported = lambda r, c: arches.support(capability, torch_matrix.variant_tag(c), r.torch) == arches.SASS and driver_runs(facts, c)
+
+    def supported(candidate: TorchRelease, cuda: str) -> bool:
+        return arches.support(capability, torch_matrix.variant_tag(cuda), candidate.torch) == arches.SASS and driver_runs(facts, cuda)
+
     alternative = choose_variant(facts, release, supported)
     remedies = reinstall_remedies(facts, build, *alternative, why=f"it has kernels for sm_{capability.replace('.', '')}") if alternative else [
         Remedy(f"No official torch wheel ships kernels for compute capability {capability}; build torch from source with TORCH_CUDA_ARCH_LIST={capability}.")

@@ -12,7 +12,6 @@ from __future__ import annotations
 import os
 import re
 import shutil
-from pathlib import Path
 from typing import Iterable, List, Mapping, Optional
 
 from envdoctor import host
