@@ -90,7 +90,7 @@ def pin(f: dict, cuda: str, **request) -> Plan:
 
 def test_seed_case_pins_1_13_1_cu116_and_removes_every_cu12_wheel():
     plan = pin(seed_facts(dist("torchvision", "0.18.1", "torch==2.3.1"), dist("torchaudio", "2.3.1", "torch==2.3.1")), "11.6")
-    assert plan.applicable and plan.in_place
+    assert plan.applicable and not plan.alternative
     remove, pinned, install, verify = plan.steps
     assert remove.argv == (PY, "-m", "pip", "uninstall", "-y", *sorted((*CU12_TORCH_231, "nvidia-nvjitlink-cu12")))
     assert pinned.status is StepStatus.SKIPPED
@@ -149,7 +149,7 @@ def test_python_3_11_pin_11_6_is_refused_in_place_with_a_venv_from_a_found_pytho
     f["target"]["distributions"].append(dist("stable-baselines3", "2.3.2", "torch>=1.13", "numpy"))
     f["target"]["distributions"].append(dist("numpy", "1.26.4"))
     plan = pin(f, "11.6")
-    assert not plan.in_place and not plan.applicable and not plan.blocked
+    assert plan.alternative and not plan.applicable and not plan.blocked
     assert "Python 3.11" in plan.refusal and "3.7–3.10" in plan.refusal
     create, install, rest, verify = plan.steps
     assert create.kind is StepKind.CREATE_ENV
@@ -211,7 +211,7 @@ def test_pins_no_build_supports_are_planned_as_a_new_environment(cuda, python, n
     f = seed_facts(python=python)
     f["pythons"]["interpreters"] = [{"minor": m, "path": f"/usr/bin/python{m}"} for m in ("3.10", "3.12", "3.13")]
     plan = pin(f, cuda)
-    assert not plan.in_place and f"Python {python[0]}.{python[1]}" in plan.refusal
+    assert plan.alternative and f"Python {python[0]}.{python[1]}" in plan.refusal
     assert plan.expect.torch_version.startswith(new_torch + "+")
     assert plan.steps[0].argv[0] in ("/usr/bin/python3.13", "/usr/bin/python3.12")
 
@@ -274,8 +274,38 @@ def test_gpu_without_kernels_in_the_build_is_refused():
     f = seed_facts(driver="580.65.06", python=(3, 12, 4))
     f["gpu"]["gpus"] = [{"index": 0, "name": "NVIDIA GeForce GTX 1080", "compute_capability": "6.1"}]
     plan = pin(f, "13.0")
-    assert plan.blocked and "compute capability 6.1" in plan.refusal and "cu126" in plan.refusal
+    assert plan.blocked and plan.refusal.endswith("(compute capability 6.1) has no kernels in torch 2.14.1+cu130; torch 2.14.1 builds that have them: cu126")
     assert pin(f, "12.6").applicable
+
+
+H100 = {"index": 0, "name": "NVIDIA H100 80GB HBM3", "compute_capability": "9.0"}
+
+
+def test_h100_has_no_kernels_in_cu116_builds():
+    f = seed_facts(driver="580.159.04")
+    f["gpu"]["gpus"] = [H100]
+    plan = pin(f, "11.6")
+    assert plan.blocked
+    assert plan.refusal == "NVIDIA H100 80GB HBM3 (compute capability 9.0) has no kernels in torch 1.13.1+cu116; no torch 1.13.1 build has them; builds of other releases that do: cu118, cu121, cu124, cu126, cu128, cu129, cu130, cu132"
+
+
+def test_hardware_refusals_block_the_new_environment_too():
+    f = seed_facts(python=(3, 12, 4), driver="580.159.04")
+    f["gpu"]["gpus"] = [H100]
+    f["pythons"]["interpreters"] = [{"minor": "3.10", "path": "/usr/bin/python3.10"}]
+    plan = pin(f, "11.6")
+    assert plan.blocked and not plan.alternative
+    assert plan.refusal.startswith("NVIDIA H100 80GB HBM3 (compute capability 9.0) has no kernels in torch 1.13.1+cu116")
+    assert plan.refusal.endswith("besides, no torch build for CUDA 11.6 supports Python 3.12 (torch 1.13.1 cu116 wheels need Python 3.7–3.10)")
+    old_driver = pin(seed_facts(python=(3, 14, 0), driver="450.51.05"), "11.8")
+    assert old_driver.blocked and old_driver.refusal.startswith("driver 450.51.05 is too old for CUDA 11.8: it needs driver ≥ 450.80.02")
+
+
+def test_a_build_for_the_same_cuda_says_how_to_keep_its_version():
+    f = facts((3, 12, 4), [dist("torch", "2.11.0", "cuda-toolkit[cublas]==13.0.2"), dist("cuda-toolkit", "13.0.2")], torch_cuda="13.0", torch_version="2.11.0+cu130")
+    plan = pin(f, "13.0")
+    assert "torch 2.11.0+cu130 is already a cu130 build; `--torch 2.11.0` keeps its version" in plan.notes
+    assert install_step(pin(f, "13.0", torch="2.11")).argv[4] == "torch==2.11.0+cu130"
 
 
 # --- mixed wheels and threads -----------------------------------------------------------------------
@@ -296,7 +326,7 @@ def test_mixed_wheels_keeps_the_family_torch_needs():
 
 
 def test_mixed_wheels_changes_nothing_when_both_families_are_required():
-    f = seed_facts(dist("tensorflow", "2.14.0", f"nvidia-cublas-cu11==11.11.3.6 ; extra == 'and-cuda'"), dist("nvidia-cublas-cu11", "11.11.3.6"))
+    f = seed_facts(dist("tensorflow", "2.14.0", "nvidia-cublas-cu11==11.11.3.6 ; extra == 'and-cuda'"), dist("nvidia-cublas-cu11", "11.11.3.6"))
     plan = plan_mixed_wheels(f, PIP)
     assert not plan.changes and "use separate environments" in plan.steps[0].reason and "tensorflow" in plan.steps[0].reason
 

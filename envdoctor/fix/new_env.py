@@ -40,8 +40,11 @@ def python_for(release: TorchRelease, pythons: Sequence[Mapping[str, Any]]) -> O
     return max(fitting, key=lambda p: version_tuple(p["minor"]), default=None)
 
 
-def choose(candidates: Sequence[TorchRelease], pythons: Sequence[Mapping[str, Any]]) -> Tuple[TorchRelease, Optional[Mapping[str, Any]]]:
-    """The newest release that an interpreter here can run, else the newest release (built with conda)."""
+def choose(facts: Mapping[str, Any], cuda: str, named: Optional[TorchRelease]) -> Tuple[TorchRelease, Optional[Mapping[str, Any]]]:
+    """The newest release (or the named one) that an interpreter found here can run, with that
+    interpreter; else the newest release and None (a conda environment brings its own Python)."""
+    candidates = [named] if named else [r for r in releases() if cuda in r.cuda]
+    pythons = facts.get("pythons", {}).get("interpreters", ())
     for release in reversed(candidates):
         python = python_for(release, pythons)
         if python:
@@ -91,15 +94,14 @@ def minors(release: TorchRelease) -> str:
 
 def plan_new_environment(
     facts: Mapping[str, Any],
-    release: Optional[TorchRelease],
+    release: TorchRelease,
+    python: Optional[Mapping[str, Any]],
     cuda: str,
     packages: Sequence[str],
     refusal: str,
     notes: Tuple[str, ...] = (),
 ) -> Plan:
-    """A plan that builds a separate environment with a Python the torch release supports."""
-    candidates = [release] if release else [r for r in releases() if cuda in r.cuda]
-    release, python = choose(candidates, facts.get("pythons", {}).get("interpreters", ()))
+    """A plan that builds a separate environment for `release`, from `python` (None: with conda)."""
     if python:
         create, installer, new_python = venv_route(facts, release, cuda, python)
         verify_argv = import_torch_argv(new_python)
@@ -127,7 +129,7 @@ def plan_new_environment(
         installer="pip",
         steps=steps,
         refusal=refusal,
-        in_place=False,
+        alternative=True,
         notes=notes + ("This environment is left unchanged; activate the new one to use it.",),
         expect=Expectation(torch_version=f"{release.torch}+{variant_tag(cuda)}", torch_imports=True),
     )

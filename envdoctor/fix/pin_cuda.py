@@ -10,12 +10,12 @@ GPU has no kernels in that build; when no build fits the Python, a new environme
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, List, Mapping, Optional, Sequence, Tuple
 
 from envdoctor.errors import UsageError
 from envdoctor.fix.installer import Installer
-from envdoctor.fix.new_env import plan_new_environment
+from envdoctor.fix.new_env import choose, plan_new_environment
 from envdoctor.fix.plan import Expectation, Plan, Step, StepKind, StepStatus
 from envdoctor.fix.requires import families_installed, families_needed, installed, pinning_other_torch, python_minor, target
 from envdoctor.fix.verify import import_torch_argv
@@ -79,6 +79,15 @@ def driver_verdict(facts: Mapping[str, Any], cuda: str) -> Tuple[Optional[str], 
     return f"driver {driver} is too old for CUDA {cuda}: it needs driver ≥ {least}; update the driver or pin an older CUDA{older}", None
 
 
+def builds_with(capability: str, release: TorchRelease) -> str:
+    """Where kernels for `capability` are: other builds of this torch, else builds of other releases."""
+    same = arches.variants_supporting(capability, release.torch)
+    if same:
+        return f"torch {release.torch} builds that have them: {', '.join(same)}"
+    anywhere = arches.variants_supporting(capability)
+    return f"no torch {release.torch} build has them; builds of other releases that do: {', '.join(anywhere) or 'none'}"
+
+
 def arch_verdict(facts: Mapping[str, Any], release: TorchRelease, cuda: str) -> Tuple[Optional[str], Tuple[str, ...]]:
     """(refusal, notes) about whether every GPU has kernels in the chosen build."""
     tag, notes = variant_tag(cuda), []
@@ -90,8 +99,7 @@ def arch_verdict(facts: Mapping[str, Any], release: TorchRelease, cuda: str) -> 
             continue
         support = arches.support(capability, tag, release.torch)
         if support is None:
-            others = ", ".join(arches.variants_supporting(capability, release.torch)) or "none"
-            return f"{gpu.get('name')} (compute capability {capability}) has no kernels in torch {release.torch}+{tag}; builds that have them: {others}", ()
+            return f"{gpu.get('name')} (compute capability {capability}) has no kernels in torch {release.torch}+{tag}; {builds_with(capability, release)}", ()
         if support == arches.PTX:
             row = drivers.requirement(cuda)
             toolkit = row.toolkit(target_os(facts)) if row else "unknown"
@@ -144,23 +152,51 @@ def dependents_note(facts: Mapping[str, Any], removed_families: Sequence[str]) -
     )
 
 
+def forced(refusal: Optional[str], notes: Tuple[str, ...], force: bool) -> Tuple[Optional[str], Tuple[str, ...]]:
+    """--force turns a refusal into a note that says what was overridden."""
+    if refusal and force:
+        return None, notes + (f"--force: planned although {refusal}",)
+    return refusal, notes
+
+
+def hardware_verdict(facts: Mapping[str, Any], release: TorchRelease, request: Request) -> Tuple[Optional[str], Tuple[str, ...]]:
+    """(refusal, notes) from the driver and the GPUs for `release` built with the asked CUDA."""
+    driver_refusal, driver_note = driver_verdict(facts, request.cuda)
+    refusal, notes = forced(driver_refusal, tuple(n for n in (driver_note,) if n), request.force)
+    arch_refusal, arch_notes = forced(*arch_verdict(facts, release, request.cuda), request.force)
+    return refusal or arch_refusal, notes + arch_notes
+
+
+def same_variant_note(facts: Mapping[str, Any], release: TorchRelease, cuda: str) -> Tuple[str, ...]:
+    """When the installed torch already is a build for this CUDA, say how to keep its version."""
+    build = target(facts).get("torch_build") or {}
+    version, built_for = build.get("version") or "", build.get("cuda") or ""
+    installed_release = find(version) if version else None
+    if built_for != cuda or installed_release is None or installed_release.torch == release.torch:
+        return ()
+    return (f"torch {version} is already a {variant_tag(cuda)} build; `--torch {installed_release.torch}` keeps its version",)
+
+
+def plan_new_environment_for(facts: Mapping[str, Any], request: Request, named: Optional[TorchRelease]) -> Plan:
+    """No build for the asked CUDA fits the target's Python: plan a separate environment instead."""
+    release, python = choose(facts, request.cuda, named)
+    refusal, notes = hardware_verdict(facts, release, request)
+    packages = ["torch", *(n for n in COMPANIONS if n in installed(facts) or n in request.with_packages)]
+    tag, minor = variant_tag(request.cuda), python_minor(facts)
+    no_fit = f"no torch build for CUDA {request.cuda} supports Python {minor} (torch {release.torch} {tag} wheels need Python {release.python[0]}–{release.python[-1]})"
+    plan = plan_new_environment(facts, release, python, request.cuda, packages, no_fit, notes)
+    # A driver or GPU that cannot run the build blocks the new environment as much as this one.
+    return replace(plan, refusal=f"{refusal}; besides, {no_fit}", alternative=False) if refusal else plan
+
+
 def plan_pin_cuda(facts: Mapping[str, Any], installer: Installer, request: Request) -> Plan:
     """The plan for `fix --pin-cuda`; pure: facts in, plan out."""
     named = validate(request)
-    cuda, tag, minor = request.cuda, variant_tag(request.cuda), python_minor(facts)
-    refusal, driver_note = driver_verdict(facts, cuda)
-    notes = tuple(n for n in (driver_note,) if n)
-    if refusal and request.force:
-        notes, refusal = notes + (f"--force: planned although {refusal}",), None
     release = choose_release(facts, request, named)
     if release is None:
-        offered = named or [r for r in releases() if cuda in r.cuda][-1]
-        no_fit = f"no torch build for CUDA {cuda} supports Python {minor} (torch {offered.torch} {tag} wheels need Python {offered.python[0]}–{offered.python[-1]})"
-        packages = ["torch", *(n for n in COMPANIONS if n in installed(facts) or n in request.with_packages)]
-        return plan_new_environment(facts, named, cuda, packages, refusal or no_fit, notes)
-    arch_refusal, arch_notes = arch_verdict(facts, release, cuda)
-    if arch_refusal and request.force:
-        arch_notes, arch_refusal = arch_notes + (f"--force: planned although {arch_refusal}",), None
+        return plan_new_environment_for(facts, request, named)
+    cuda, tag, minor = request.cuda, variant_tag(request.cuda), python_minor(facts)
+    refusal, notes = hardware_verdict(facts, release, request)
     family = torch_family(cuda)
     present_families = families_installed(facts)
     other_families = [f for f in present_families if f != family]
@@ -193,8 +229,8 @@ def plan_pin_cuda(facts: Mapping[str, Any], installer: Installer, request: Reque
         python=installer.python,
         installer=installer.name,
         steps=steps,
-        refusal=refusal or arch_refusal,
-        notes=notes + arch_notes + dependents_note(facts, other_families),
+        refusal=refusal,
+        notes=notes + same_variant_note(facts, release, cuda) + dependents_note(facts, other_families),
         expect=Expectation(
             installed=dict(p.split("==", 1) for p in pins),
             absent=tuple(stray) + tuple(sorted(pinning)),

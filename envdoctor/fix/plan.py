@@ -104,7 +104,7 @@ class Expectation:
 class Plan:
     """Numbered steps for one fix of one interpreter's environment.
 
-    `refusal` says why the change must not be made in this environment. When `in_place` is False the
+    `refusal` says why the change must not be made in this environment. When `alternative` is set the
     steps are the way out instead (a new environment), so they may still be run by hand.
     """
 
@@ -114,14 +114,14 @@ class Plan:
     installer: str
     steps: Tuple[Step, ...]
     refusal: Optional[str] = None
-    in_place: bool = True
+    alternative: bool = False
     notes: Tuple[str, ...] = ()
     expect: Expectation = field(default_factory=Expectation)
 
     @property
     def blocked(self) -> bool:
         """Refused with nothing offered to run instead."""
-        return self.refusal is not None and self.in_place
+        return self.refusal is not None and not self.alternative
 
     @property
     def changes(self) -> Tuple[Step, ...]:
@@ -130,7 +130,7 @@ class Plan:
 
     @property
     def applicable(self) -> bool:
-        return self.refusal is None and self.in_place and bool(self.changes)
+        return self.refusal is None and bool(self.changes)
 
     def to_json(self) -> dict:
         return {
@@ -139,7 +139,7 @@ class Plan:
             "python": self.python,
             "installer": self.installer,
             "refusal": self.refusal,
-            "in_place": self.in_place,
+            "alternative": self.alternative,
             "applicable": self.applicable,
             "steps": [dict(step.to_json(), number=n) for n, step in enumerate(self.steps, 1)],
             "notes": list(self.notes),
@@ -155,7 +155,7 @@ class Plan:
             installer=data["installer"],
             steps=tuple(Step.from_json(s) for s in data["steps"]),
             refusal=data.get("refusal"),
-            in_place=data.get("in_place", True),
+            alternative=bool(data.get("alternative")),
             notes=tuple(data.get("notes", ())),
             expect=Expectation.from_json(data.get("expect", {})),
         )

@@ -17,10 +17,10 @@ def text(plan: Plan) -> str:
     lines = [f"Plan: {plan.title}", f"  for {plan.python} (installer: {plan.installer})"]
     if plan.refusal:
         lines.append("")
-        if plan.in_place:
-            lines.append(f"REFUSED: {plan.refusal}")
-        else:
+        if plan.alternative:
             lines += [f"Not in this environment: {plan.refusal}.", "Instead, a new environment:"]
+        else:
+            lines.append(f"REFUSED: {plan.refusal}")
     lines.append("")
     for number, step in enumerate(plan.steps, 1):
         lines.append(f"{number:>2}. [{step.status.value}] {step.summary}")
