@@ -95,7 +95,7 @@ def test_cpu_torch_without_a_gpu_is_fine(envdoctor, tmp_path):
 
 def test_system_cudnn_in_the_linker_cache_beside_the_wheel_recorded_on_h100(envdoctor):
     [finding] = judged(envdoctor, H100)["cuda.library-shadowing"]
-    assert finding["severity"] == "warning"
+    assert finding["severity"] == "info"  # torch loaded only the wheel's cuDNN on that machine
     assert {e["version"] for e in finding["evidence"]["libraries"]} == {"9.14.0"}
     assert commands(finding)[0].startswith("dpkg -S /lib/x86_64-linux-gnu/libcudnn.so.9 ")
 

@@ -230,7 +230,9 @@ def same_version(a: str, b: str) -> bool:
 
 def shadowing_severity(entry: Mapping[str, Any], wheel_major: Optional[int], wheel_version: str) -> Optional[Severity]:
     """LD_PRELOAD always wins; LD_LIBRARY_PATH mixes sub-libraries of one soname (error) or brings another
-    major (warning); the linker cache matters for cuDNN's bare-soname sub-library lookups (pytorch#188892)."""
+    major (warning). The linker cache only answers bare-soname lookups that torch's RPATH and preloading
+    do not reach: on an H100 with torch 2.11+cu130 and a cached system cuDNN 9.14, every cuDNN library in
+    the process was the wheel's 9.19 (reports/samples/h100-cu130-cudnn-maps.txt), so it is only a note."""
     same_major = entry["major"] == wheel_major
     if entry["via"] == "LD_PRELOAD":
         return Severity.ERROR
@@ -239,7 +241,7 @@ def shadowing_severity(entry: Mapping[str, Any], wheel_major: Optional[int], whe
             return None if same_version(entry["version"], wheel_version) else Severity.ERROR
         return Severity.WARNING
     if entry["library"].startswith("libcudnn") and same_major and not same_version(entry["version"], wheel_version):
-        return Severity.WARNING
+        return Severity.INFO
     return None
 
 
@@ -278,8 +280,9 @@ def library_shadowing(facts: Mapping[str, Any]) -> Iterable[Finding]:
         + ", ".join(f"{e['library']}.so.{e['major']} via {e['via']}" for e in offending[:3]) + ")",
         explanation=(
             "LD_PRELOAD wins over everything; LD_LIBRARY_PATH wins over the RUNPATH through which the wheels' libcublas finds "
-            "libcublasLt and cuDNN finds its sub-libraries; the linker cache answers cuDNN's bare-soname lookups. Two versions "
-            "of one library in a process end in \"undefined symbol\", cuDNN version errors or a segfault inside libcuda."
+            "libcublasLt and cuDNN finds its sub-libraries; the linker cache answers only bare-soname lookups that nothing "
+            "else resolved, e.g. from a library imported before torch. Two versions of one library in a process end in "
+            "\"undefined symbol\", cuDNN version errors or a segfault inside libcuda."
         ),
         evidence={"libraries": [{k: (v.value if isinstance(v, Severity) else v) for k, v in e.items()} for e in offending]},
         remedies=shadowing_remedies(facts, offending),
