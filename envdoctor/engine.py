@@ -87,9 +87,34 @@ def diagnose(
     environ = dict(os.environ if environ is None else environ)
     probe_result, facts, timings = probed_and_gathered(python, environ, probe)
     if models:
-        started = time.perf_counter()
-        facts["models"] = models_facts(python, models)
-        timings["collect.models"] = (time.perf_counter() - started) * 1000
+        facts["models"], timings["collect.models"] = inspected(python, models)
+    return judged_report(python, facts, probe_result, selection, timings, environ, redact_paths)
+
+
+def inspect_models(python: str, models: Sequence[str], environ: Optional[Mapping[str, str]] = None) -> Report:
+    """A report on SB3 model files alone (`envdoctor inspect`): their forensics judged by the sb3 checks."""
+    environ = dict(os.environ if environ is None else environ)
+    facts, inspect_ms = inspected(python, models)
+    return judged_report(python, {"models": facts}, None, Selection(only=("sb3",)), {"inspect": inspect_ms}, environ)
+
+
+def inspected(python: str, models: Sequence[str]) -> Tuple[dict, float]:
+    """The models' static forensics for the target `python`, and how long reading them took (ms)."""
+    started = time.perf_counter()
+    facts = models_facts(python, models)
+    return facts, (time.perf_counter() - started) * 1000
+
+
+def judged_report(
+    python: str,
+    facts: dict,
+    probe_result: Optional[dict],
+    selection: Selection,
+    timings: Mapping[str, float],
+    environ: Mapping[str, str],
+    redact_paths: bool = True,
+) -> Report:
+    """Judge the facts (and the probe's result) into a report that is safe to publish."""
     findings, runs, judge_ms = judge(facts, probe_result, selection)
     report = Report(
         tool_version=__version__,

@@ -201,7 +201,7 @@ def bisected(facts: Mapping[str, Any]) -> Iterable[Finding]:
         title=f"The failure ({bisection.failure}) goes away with: {names}",
         explanation=" ".join(BY_NAME[v.name].meaning if v.name in BY_NAME else v.summary for v in passing),
         evidence={"tried": tried, "stage": bisection.stage},
-        remedies=tuple(Remedy(f"Set it before training (in the shell, the job script or the container):", v.command) for v in passing),
+        remedies=tuple(Remedy("Set it before training (in the shell, the job script or the container):", v.command) for v in passing),
     )
 
 

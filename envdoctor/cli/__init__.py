@@ -6,6 +6,7 @@ input (one line, no traceback); 3 an internal bug of the doctor.
 
 from __future__ import annotations
 
+import importlib
 import sys
 import traceback
 
@@ -17,19 +18,37 @@ from envdoctor.errors import EnvdoctorError
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE, EXIT_BUG = 0, 1, 2, 3
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+COMMANDS = {
+    "check": "envdoctor.cli.check:check",
+    "checks": "envdoctor.cli.check:list_checks",
+    "inspect": "envdoctor.cli.inspect:inspect_command",
+    "sanitize": "envdoctor.cli.inspect:sanitize_command",
+    "fix": "envdoctor.cli.fix:fix",
+    "run": "envdoctor.cli.run:run",
+    "diff": "envdoctor.cli.diff:diff",
+    "fleet": "envdoctor.cli.fleet:fleet",
+}
+
+
+class LazyGroup(click.Group):
+    """A group that imports a command's module only when that command runs (or help lists it),
+    so `envdoctor check` does not pay for importing `fix`, `run`, `fleet` and the rest."""
+
+    def list_commands(self, ctx: click.Context) -> list:
+        return sorted(COMMANDS)
+
+    def get_command(self, ctx: click.Context, name: str):
+        target = COMMANDS.get(name)
+        if target is None:
+            return None
+        module, attribute = target.split(":")
+        return getattr(importlib.import_module(module), attribute)
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.version_option(__version__, prog_name="envdoctor")
 def cli() -> None:
     """Explain why a PyTorch / CUDA / Stable-Baselines3 stack crashes here, and how to fix it."""
-
-
-# Commands register themselves on `cli` when their modules are imported.
-from envdoctor.cli import check as _check  # noqa: E402,F401
-from envdoctor.cli import fix as _fix  # noqa: E402,F401
-from envdoctor.cli import diff as _diff  # noqa: E402,F401
-from envdoctor.cli import fleet as _fleet  # noqa: E402,F401
-from envdoctor.cli import inspect as _inspect  # noqa: E402,F401
-from envdoctor.cli import run as _run  # noqa: E402,F401
 
 
 def main(argv=None) -> None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Iterable, Tuple
 
@@ -10,10 +9,10 @@ import click
 
 from envdoctor import engine
 from envdoctor.checks.registry import load_checks
-from envdoctor.cli import EXIT_FINDINGS, EXIT_OK, cli
-from envdoctor.cli.options import STDOUT, output_options, resolve_python, use_color, write_output
+from envdoctor.cli import EXIT_FINDINGS, EXIT_OK
+from envdoctor.cli.options import emit, output_options, resolve_python
 from envdoctor.errors import UsageError
-from envdoctor.model import Report, Severity
+from envdoctor.model import Severity
 from envdoctor.probe import ProbeOptions
 from envdoctor.probe.progress import ProgressPrinter
 from envdoctor.probe.runner import DEFAULT_TIMEOUT_S
@@ -37,16 +36,6 @@ def validate_ids(ids: Tuple[str, ...], option: str) -> None:
         raise UsageError(f"{option}: unknown check id or domain {', '.join(unknown)} (see `envdoctor checks`)")
 
 
-def emit(report: Report, json_out, markdown_out, verbose: bool) -> None:
-    """Write the requested formats; the terminal view goes to stdout unless stdout carries a format."""
-    if json_out:
-        write_output(json_renderer.render(report), json_out)
-    if markdown_out:
-        write_output(markdown.render(report), markdown_out)
-    if STDOUT not in (json_out, markdown_out):
-        click.echo(terminal.render(report, verbose=verbose, color=use_color()), nl=False)
-
-
 def selects_probe(selection: engine.Selection) -> bool:
     """The ladder runs only when some probe check will judge it."""
     wanted = not selection.only or any(name.split(".", 1)[0] == "probe" for name in selection.only)
@@ -58,7 +47,7 @@ def probe_options(timeout: float) -> ProbeOptions:
     return ProbeOptions(timeout_s=timeout, on_event=ProgressPrinter(lambda text: click.echo(text, err=True, nl=False)))
 
 
-@cli.command()
+@click.command()
 @click.option("--python", "python", metavar="PATH", help="Interpreter (or venv folder) to diagnose [default: this one].")
 @output_options
 @click.option("--report-dir", type=click.Path(file_okay=False, path_type=Path), help="Where to save the JSON report [default: ./reports].")
@@ -84,7 +73,7 @@ def check(python, json_out, markdown_out, report_dir, no_save, fail_on, only, sk
     else:
         probe = None if no_probe or not selects_probe(selection) else probe_options(probe_timeout)
         report = engine.diagnose(resolve_python(python), selection, redact_paths=not no_redact, probe=probe, models=models)
-    emit(report, json_out, markdown_out, verbose)
+    emit(report, json_out, markdown_out, verbose, json=json_renderer.render, markdown=markdown.render, terminal=terminal.render)
     if not no_save and (report_dir or not from_report):
         path = save_report(report, report_dir or DEFAULT_REPORT_DIR)
         click.echo(f"Report saved: {path}  (attach it to your bug ticket)", err=True)
@@ -92,7 +81,7 @@ def check(python, json_out, markdown_out, report_dir, no_save, fail_on, only, sk
     return EXIT_FINDINGS if failing else EXIT_OK
 
 
-@cli.command("checks")
+@click.command("checks")
 def list_checks() -> int:
     """List every check with its id and what it looks for."""
     checks, failures = load_checks()

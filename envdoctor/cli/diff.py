@@ -7,12 +7,12 @@ from pathlib import Path
 import click
 
 from envdoctor import engine
-from envdoctor.cli import EXIT_FINDINGS, EXIT_OK, cli
-from envdoctor.cli.options import STDOUT, output_options, use_color, write_output
+from envdoctor.cli import EXIT_FINDINGS, EXIT_OK
+from envdoctor.cli.options import emit, output_options
 from envdoctor.compare import compare, render
 
 
-@cli.command()
+@click.command()
 @click.argument("report_a", metavar="A.json", type=click.Path(path_type=Path))
 @click.argument("report_b", metavar="B.json", type=click.Path(path_type=Path))
 @output_options
@@ -23,10 +23,5 @@ def diff(report_a, report_b, json_out, markdown_out, verbose) -> int:
     Exits 1 when a difference that matters or a finding on one side only is found, 0 otherwise.
     """
     comparison = compare(engine.read_report(report_a), engine.read_report(report_b), str(report_a), str(report_b))
-    if json_out:
-        write_output(render.json(comparison), json_out)
-    if markdown_out:
-        write_output(render.markdown(comparison), markdown_out)
-    if STDOUT not in (json_out, markdown_out):
-        click.echo(render.terminal(comparison, verbose=verbose, color=use_color()), nl=False)
+    emit(comparison, json_out, markdown_out, verbose, json=render.json, markdown=render.markdown, terminal=render.terminal)
     return EXIT_FINDINGS if comparison.matters else EXIT_OK

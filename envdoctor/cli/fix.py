@@ -12,7 +12,7 @@ from typing import Optional
 import click
 
 from envdoctor import engine
-from envdoctor.cli import EXIT_FINDINGS, EXIT_OK, cli
+from envdoctor.cli import EXIT_FINDINGS, EXIT_OK
 from envdoctor.cli.check import DEFAULT_REPORT_DIR
 from envdoctor.cli.options import STDOUT, resolve_python, write_output
 from envdoctor.errors import UsageError
@@ -87,7 +87,7 @@ def run_rollback(record_path: str, yes: bool, fmt: str, json_out: Optional[str])
     return EXIT_OK if result.outcome.succeeded else EXIT_FINDINGS
 
 
-@cli.command()
+@click.command()
 @click.option("--pin-cuda", "pin_cuda", metavar="X.Y", help="Make torch, torchvision, torchaudio and the NVIDIA wheels one CUDA X.Y stack.")
 @click.option("--torch", "torch_version", metavar="VERSION", help="With --pin-cuda: this torch release instead of the newest that fits.")
 @click.option("--with", "with_packages", multiple=True, type=click.Choice(COMPANIONS), help="With --pin-cuda: also install this companion (default: only those installed).")

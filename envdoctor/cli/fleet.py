@@ -7,8 +7,8 @@ from pathlib import Path
 
 import click
 
-from envdoctor.cli import EXIT_FINDINGS, EXIT_OK, cli
-from envdoctor.cli.options import STDOUT, output_options, use_color, write_output
+from envdoctor.cli import EXIT_FINDINGS, EXIT_OK
+from envdoctor.cli.options import emit, output_options
 from envdoctor.errors import UsageError
 from envdoctor.fleet import render
 from envdoctor.fleet.aggregate import aggregate
@@ -21,7 +21,7 @@ def default_report_dir() -> Path:
     return DEFAULT_REPORT_ROOT / f"fleet-{datetime.now().strftime('%Y%m%d-%H%M%S')}"
 
 
-@cli.command()
+@click.command()
 @click.option("--address", metavar="ADDR", help="Ray cluster to check, as for ray.init (e.g. auto, HOST:6379, ray://HOST:10001).")
 @click.option("--reports", "reports_dir", metavar="DIR", type=click.Path(path_type=Path), help="Aggregate the *.json reports in DIR instead (Slurm, Kubernetes, ...).")
 @click.option("--python", "python", metavar="PATH", help="Interpreter to diagnose on every node [default: the one running Ray's workers].")
@@ -45,10 +45,5 @@ def fleet(address, reports_dir, python, no_probe, timeout, report_dir, json_out,
     else:
         nodes = read_directory(reports_dir)
     view = aggregate(nodes, saved_in=str(report_dir) if report_dir else None)
-    if json_out:
-        write_output(render.json(view), json_out)
-    if markdown_out:
-        write_output(render.markdown(view), markdown_out)
-    if STDOUT not in (json_out, markdown_out):
-        click.echo(render.terminal(view, verbose=verbose, color=use_color()), nl=False)
+    emit(view, json_out, markdown_out, verbose, json=render.json, markdown=render.markdown, terminal=render.terminal)
     return EXIT_FINDINGS if view.deviating else EXIT_OK

@@ -2,66 +2,20 @@
 
 from __future__ import annotations
 
-import io
-import os
-import time
 from pathlib import Path
 
 import click
-from rich.console import Console
 
-from envdoctor import __version__, engine
-from envdoctor.cli import EXIT_FINDINGS, EXIT_OK, cli
-from envdoctor.cli.options import STDOUT, output_options, resolve_python, write_output
-from envdoctor.model import Report, Severity
+from envdoctor import engine
+from envdoctor.cli import EXIT_FINDINGS, EXIT_OK
+from envdoctor.cli.options import emit, output_options, resolve_python
+from envdoctor.model import Severity
 from envdoctor.render import json as json_renderer
-from envdoctor.render import markdown as markdown_renderer
-from envdoctor.render import summary_line
-from envdoctor.render.terminal import finding_block
 from envdoctor.sb3 import render
-from envdoctor.sb3.facts import models_facts
 from envdoctor.sb3.sanitize import sanitize
 
 
-def inspection_report(model: str, python: str) -> Report:
-    """A report whose facts are the model's forensics and whose findings are the sb3 checks'."""
-    started = time.perf_counter()
-    facts = {"models": models_facts(python, [model])}
-    inspect_ms = (time.perf_counter() - started) * 1000
-    findings, runs, judge_ms = engine.judge(facts, None, engine.Selection(only=("sb3",)))
-    report = Report(
-        tool_version=__version__,
-        created=engine.now(),
-        target_python=python,
-        facts=facts,
-        findings=tuple(findings),
-        checks=tuple(runs),
-        timings_ms={"inspect": inspect_ms, "judge": judge_ms},
-    )
-    return engine.make_safe(report, os.environ, redact_paths=True)
-
-
-def terminal_text(report: Report, verbose: bool) -> str:
-    models = report.facts["models"]
-    buffer = io.StringIO()
-    console = Console(file=buffer, no_color=True, width=110, highlight=False, emoji=False)
-    for model in models["files"]:
-        console.out(render.text(model, models["target"]), end="")
-    console.print()
-    for finding in report.findings:
-        finding_block(console, finding, verbose)
-    console.print(summary_line(report))
-    return buffer.getvalue()
-
-
-def markdown_text(report: Report) -> str:
-    models = report.facts["models"]
-    parts = [render.markdown(model, models["target"]) for model in models["files"]]
-    parts += [markdown_renderer.finding_section(f) for f in report.findings]
-    return "\n".join(parts)
-
-
-@cli.command("inspect")
+@click.command("inspect")
 @click.argument("model", metavar="MODEL.zip")
 @click.option("--python", "python", metavar="PATH", help="Judge the model for this interpreter (or venv folder) [default: this one].")
 @output_options
@@ -70,17 +24,12 @@ def markdown_text(report: Report) -> str:
 def inspect_command(model, python, json_out, markdown_out, fail_on, verbose) -> int:
     """Read an SB3 model zip without running it: who saved it, what each pickled entry holds, and what
     loading it here would do."""
-    report = inspection_report(model, resolve_python(python))
-    if json_out:
-        write_output(json_renderer.render(report), json_out)
-    if markdown_out:
-        write_output(markdown_text(report), markdown_out)
-    if STDOUT not in (json_out, markdown_out):
-        click.echo(terminal_text(report, verbose), nl=False)
+    report = engine.inspect_models(resolve_python(python), [model])
+    emit(report, json_out, markdown_out, verbose, json=json_renderer.render, markdown=render.report_markdown, terminal=render.report_terminal)
     return EXIT_FINDINGS if engine.at_or_above(report.findings, Severity(fail_on)) else EXIT_OK
 
 
-@cli.command("sanitize")
+@click.command("sanitize")
 @click.argument("model", metavar="MODEL.zip")
 @click.option("-o", "--output", required=True, metavar="OUT.zip", help="Where to write the sanitised copy.")
 @click.option("--learning-rate", type=float, help="Use this learning rate instead of the one found in the file.")

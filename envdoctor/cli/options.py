@@ -47,6 +47,17 @@ def write_output(text: str, target: str) -> None:
         raise UsageError(f"cannot write {target}: {error.strerror or error}") from None
 
 
+def emit(subject, json_out: Optional[str], markdown_out: Optional[str], verbose: bool, *, json, markdown, terminal) -> None:
+    """Write `subject` in the requested formats with the given renderers; the terminal view goes to
+    stdout unless stdout already carries one of the formats."""
+    if json_out:
+        write_output(json(subject), json_out)
+    if markdown_out:
+        write_output(markdown(subject), markdown_out)
+    if STDOUT not in (json_out, markdown_out):
+        click.echo(terminal(subject, verbose=verbose, color=use_color()), nl=False)
+
+
 def use_color() -> bool:
     return sys.stdout.isatty() and not os.environ.get("NO_COLOR")
 

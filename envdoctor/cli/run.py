@@ -13,7 +13,6 @@ from envdoctor.capture.render import one_line, terminal_summary
 from envdoctor.capture.report import crash_report, save
 from envdoctor.capture.session import run_command
 from envdoctor.capture.supervise import Settings
-from envdoctor.cli import cli
 from envdoctor.errors import UsageError
 
 DEFAULT_REPORT_DIR = Path("reports")
@@ -25,7 +24,7 @@ def positive(option: str, value):
     return value
 
 
-@cli.command(context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
+@click.command(context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
 @click.option("--report-dir", type=click.Path(file_okay=False, path_type=Path), help="Where to save the crash report [default: ./reports].")
 @click.option("--gdb", "under_gdb", is_flag=True, help="Run under gdb for the native backtrace of every thread.")
 @click.option("--hang-timeout", type=float, metavar="SECONDS", help="Treat this long without any output as a hang: dump every thread's stack and end it.")

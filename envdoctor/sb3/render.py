@@ -6,9 +6,16 @@ module only lays out the model's own facts (members, who saved it, each entry's 
 
 from __future__ import annotations
 
+import io
 from pathlib import PurePath
 from typing import Any, Iterator, List, Mapping
 
+from rich.console import Console
+
+from envdoctor.model import Report
+from envdoctor.render import markdown as markdown_renderer
+from envdoctor.render import summary_line
+from envdoctor.render.terminal import finding_block
 from envdoctor.sb3 import verdicts
 
 SAVED_WITH = (("python", "Python"), ("stable_baselines3", "SB3"), ("torch", "torch"), ("numpy", "NumPy"), ("gymnasium", "Gymnasium"), ("gym", "Gym"), ("cloudpickle", "cloudpickle"), ("os", "OS"))
@@ -105,3 +112,24 @@ def markdown(model: Mapping[str, Any], target: Mapping[str, Any]) -> str:
         "</details>",
         "",
     ])
+
+
+def report_terminal(report: Report, verbose: bool = False, color: bool = False, width: int = 110) -> str:
+    """`envdoctor inspect`'s terminal view: each model's forensics, then the findings about them."""
+    models = report.facts["models"]
+    buffer = io.StringIO()
+    console = Console(file=buffer, force_terminal=color, no_color=not color, width=width, highlight=False, emoji=False)
+    for model in models["files"]:
+        console.out(text(model, models["target"]), end="")
+    console.print()
+    for finding in report.findings:
+        finding_block(console, finding, verbose)
+    console.print(summary_line(report))
+    return buffer.getvalue()
+
+
+def report_markdown(report: Report) -> str:
+    models = report.facts["models"]
+    parts = [markdown(model, models["target"]) for model in models["files"]]
+    parts += [markdown_renderer.finding_section(f) for f in report.findings]
+    return "\n".join(parts)
