@@ -129,9 +129,11 @@ def test_moving_to_a_machine_without_gpu(envdoctor):
 
 
 def test_a_measured_gpu_machine_against_this_one(envdoctor, tmp_path):
-    """A real H100 report against a real report of this GPU-less machine, both directions."""
-    here = tmp_path / "here.json"
-    assert envdoctor("check", "--no-save", "--no-probe", "--json", str(here)).returncode in (0, 1)
+    """A real H100 report against a real report of this machine, both directions. An empty ENVDOCTOR_ROOT
+    shows no NVIDIA driver, so the test reads the same on a GPU machine."""
+    here, empty_root = tmp_path / "here.json", tmp_path / "root"
+    empty_root.mkdir()
+    assert envdoctor("check", "--no-save", "--no-probe", "--json", str(here), env={"ENVDOCTOR_ROOT": str(empty_root)}).returncode in (0, 1)
     found = by_aspect(envdoctor("diff", crafted("h100-measured"), str(here), "--json", "-").json())
     assert found["cuda.driver"]["a"] == "580.159.04 (CUDA 13.0)" and found["cuda.driver"]["b"] == "none"
     assert found["cuda.driver"]["impact"] == found["gpu.architecture"]["impact"] == "likely to break"
