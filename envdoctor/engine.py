@@ -21,7 +21,6 @@ from envdoctor.collect import CollectContext, gather
 from envdoctor.errors import ReportReadError
 from envdoctor.model import SCHEMA_VERSION, CheckRun, Finding, Remedy, Report, Severity
 from envdoctor.probe import ProbeOptions, run_probe
-from envdoctor.sb3.facts import models_facts
 
 
 @dataclass(frozen=True)
@@ -100,6 +99,8 @@ def inspect_models(python: str, models: Sequence[str], environ: Optional[Mapping
 
 def inspected(python: str, models: Sequence[str]) -> Tuple[dict, float]:
     """The models' static forensics for the target `python`, and how long reading them took (ms)."""
+    from envdoctor.sb3.facts import models_facts  # the pickle reader is only needed when models are given
+
     started = time.perf_counter()
     facts = models_facts(python, models)
     return facts, (time.perf_counter() - started) * 1000

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import secrets
+import os
 from datetime import datetime
 from pathlib import Path
 
@@ -13,7 +13,7 @@ from envdoctor.render import json as json_renderer
 
 def report_name(prefix: str = "envdoctor") -> str:
     stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
-    return f"{prefix}-{stamp}-{secrets.token_hex(3)}.json"
+    return f"{prefix}-{stamp}-{os.urandom(3).hex()}.json"
 
 
 def save_report(report: Report, directory: Path, prefix: str = "envdoctor") -> Path:
