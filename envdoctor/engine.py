@@ -62,11 +62,14 @@ def make_safe(report: Report, environ: Mapping[str, str], redact_paths: bool) ->
 
 
 def probed_and_gathered(python: str, environ: Mapping[str, str], probe: Optional[ProbeOptions]) -> Tuple[Optional[dict], dict, dict]:
-    """The probe ladder runs alongside the collectors: it is the long part, they mostly wait on files."""
-    with ThreadPoolExecutor(max_workers=1) as pool:
+    """The probe ladder runs alongside the collectors: it is the long part, they mostly wait on files
+    and child processes, which is also when the check modules are imported."""
+    with ThreadPoolExecutor(max_workers=2) as pool:
         started = time.perf_counter()
         probing = pool.submit(run_probe, python, environ, probe) if probe else None
+        loading = pool.submit(load_checks)
         facts, timings = gather(CollectContext(python=python, environ=environ))
+        loading.result()
         result = probing.result() if probing else None
     if probing:
         timings["probe"] = (time.perf_counter() - started) * 1000

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import importlib
 from functools import lru_cache
-from importlib import metadata
 from typing import List
 
 from envdoctor.checks import CHECKS, ENTRY_POINT_GROUP, Check
@@ -24,6 +23,8 @@ BUILTIN_MODULES = (
 
 
 def plugin_entry_points() -> list:
+    from importlib import metadata  # costly to import; `check` loads checks while collectors wait on children
+
     entry_points = metadata.entry_points()
     if hasattr(entry_points, "select"):
         return list(entry_points.select(group=ENTRY_POINT_GROUP))

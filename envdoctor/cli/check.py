@@ -29,6 +29,8 @@ def split_ids(values: Iterable[str]) -> Tuple[str, ...]:
 
 
 def validate_ids(ids: Tuple[str, ...], option: str) -> None:
+    if not ids:
+        return
     checks, _ = load_checks()
     known = {c.id for c in checks} | {c.domain for c in checks}
     unknown = [i for i in ids if i not in known]
