@@ -1,5 +1,5 @@
 """The knowledge tables: their queries, and a sample of their rows cross-checked against the sourced
-figures in shared/knowledge (domain-facts.md, torch-pypi-requires.txt)."""
+research notes kept in tests/data/knowledge (domain-facts.md, torch-pypi-requires.txt)."""
 
 from __future__ import annotations
 
@@ -10,15 +10,12 @@ import pytest
 
 from envdoctor.knowledge import arches, drivers, rows, torch_matrix, wheels
 
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "knowledge"
+NOTES = Path(__file__).parent / "data" / "knowledge"
 DATA_FILES = ("drivers.csv", "torch_matrix.csv", "arches.csv", "nvidia_wheels.csv")
 
 
 def shared_text(name: str) -> str:
-    path = SHARED / name
-    if not path.is_file():
-        pytest.skip(f"{path} is not beside the repository (shared/ is checked out next to it in CI)")
-    return path.read_text(encoding="utf-8")
+    return (NOTES / name).read_text(encoding="utf-8")
 
 
 def table_row(text: str, first_cell: str) -> str:
