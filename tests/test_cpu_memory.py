@@ -76,3 +76,21 @@ def test_ample_memory_is_quiet(envdoctor, tmp_path):
     path = recorded(envdoctor, tmp_path, ram_total_bytes=64 * 2**30, swap_total_bytes=8 * 2**30, shm_total_bytes=32 * 2**30)
     found = findings_by_id(envdoctor("check", "--from", str(path), "--json", "-").json())
     assert not [i for i in found if i.startswith("memory.")]
+
+
+def test_a_failed_collector_is_a_finding_and_its_checks_are_skipped(envdoctor, tmp_path):
+    path = tmp_path / "recorded.json"
+    envdoctor("check", "--no-save", "--no-probe", "--json", str(path))
+    report = json.loads(path.read_text())
+    report["facts"]["memory"] = {"error": "OSError: [Errno 13] Permission denied: '/proc/meminfo'"}
+    path.write_text(json.dumps(report))
+    judged = envdoctor("check", "--from", str(path), "--json", "-").json()
+    (finding,) = findings_by_id(judged)["doctor.collector-failed"]
+    assert finding["evidence"] == {"collector": "memory"}
+    assert "Permission denied" in finding["explanation"]
+    skipped = {c["id"]: c["status"] for c in judged["checks"] if c["id"].startswith("memory.")}
+    assert skipped == {"memory.shm-small": "skipped", "memory.low-ram": "skipped"}
+    terminal = envdoctor("check", "--from", str(path)).stdout
+    assert "The memory facts could not be gathered" in terminal
+    assert "[-] Memory" not in terminal  # the finding says it; -v lists the skipped checks
+    assert "[-] Memory" in envdoctor("check", "--from", str(path), "-v").stdout

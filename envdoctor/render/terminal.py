@@ -38,10 +38,14 @@ def say(console: Console, text: Text, indent: int) -> None:
         console.print(Text(" " * indent) + line)
 
 
+def all_skipped(runs: list) -> bool:
+    return bool(runs) and all(r.status is CheckStatus.SKIPPED for r in runs)
+
+
 def domain_line(domain: str, findings: list, runs: list) -> Text:
     if findings:
         mark, style = GLYPHS[max((f.severity for f in findings), key=lambda s: s.rank)]
-    elif runs and all(r.status is CheckStatus.SKIPPED for r in runs):
+    elif all_skipped(runs):
         mark, style = SKIPPED
     else:
         mark, style = GLYPHS[Severity.OK]
@@ -110,6 +114,8 @@ def render(report: Report, verbose: bool = False, color: bool = False, width: in
         console.print(Text.assemble(("  " + label.ljust(8), "dim"), value))
     console.print()
     for domain, findings, runs in grouped(report):
+        if not verbose and not findings and all_skipped(runs):
+            continue  # e.g. the SB3 checks without --model; a failed collector is its own finding
         console.print(domain_line(domain, findings, runs))
         for finding in findings:
             finding_block(console, finding, verbose)
