@@ -64,7 +64,7 @@ def test_text_without_a_dump_parses_to_none():
 
 def judged(*stages: StageResult) -> dict:
     probe = ProbeResult("python", Ending.COMPLETED, stages, 1.0).to_json()
-    findings, runs, _ = engine.judge({}, probe, engine.Selection(only=("probe",)))
+    findings, runs, _ = engine.judge({}, probe, engine.Selection(only=("probe", "threads.multiple-openmp")))
     return {f.id: f for f in findings}
 
 
@@ -75,14 +75,14 @@ def thread_pools(*runtimes) -> StageResult:
 
 def test_libiomp_with_libomp_is_the_crashing_openmp_pair():
     found = judged(thread_pools(("libiomp", "/opt/conda/lib/libiomp5.so"), ("libomp", "/opt/conda/lib/libomp.so")))
-    finding = found["probe.multiple-openmp"]
+    finding = found["threads.multiple-openmp"]
     assert finding.severity.value == "error"
     assert finding.remedies[0].command == "export MKL_THREADING_LAYER=GNU"
 
 
 def test_gnu_with_intel_openmp_is_a_warning_and_one_runtime_is_fine():
     two = judged(thread_pools(("libgomp", "/venv/torch/lib/libgomp.so.1"), ("libiomp", "/opt/intel/libiomp5.so")))
-    assert two["probe.multiple-openmp"].severity.value == "warning"
+    assert two["threads.multiple-openmp"].severity.value == "warning"
     assert judged(thread_pools(("libgomp", "/venv/torch/lib/libgomp.so.1"))) == {}
 
 

@@ -205,7 +205,7 @@ def bisected(facts: Mapping[str, Any]) -> Iterable[Finding]:
     )
 
 
-@check("probe.multiple-openmp", "Two OpenMP runtimes loaded in one process", requires=("probe",))
+@check("threads.multiple-openmp", "Two OpenMP runtimes loaded in one process", requires=("probe",))
 def multiple_openmp(facts: Mapping[str, Any]) -> Iterable[Finding]:
     stage = probe_result(facts).stage("thread_pools")
     runtimes = (stage.details.get("openmp_runtimes") if stage else None) or []
@@ -214,7 +214,7 @@ def multiple_openmp(facts: Mapping[str, Any]) -> Iterable[Finding]:
     prefixes = {r.get("prefix") for r in runtimes}
     crashing_pair = {"libomp", "libiomp"} <= prefixes
     yield Finding(
-        id="probe.multiple-openmp",
+        id="threads.multiple-openmp",
         severity=Severity.ERROR if crashing_pair else Severity.WARNING,
         title=f"{len(runtimes)} OpenMP runtimes are loaded in one process: {', '.join(sorted(p or '?' for p in prefixes))}",
         explanation=(

@@ -8,7 +8,7 @@ from typing import Iterable, Tuple
 import click
 
 from envdoctor import engine
-from envdoctor.checks.registry import load_checks
+from envdoctor.checks.registry import load_checks, select
 from envdoctor.cli import EXIT_FINDINGS, EXIT_OK
 from envdoctor.cli.options import emit, output_options, resolve_python
 from envdoctor.errors import UsageError
@@ -39,9 +39,11 @@ def validate_ids(ids: Tuple[str, ...], option: str) -> None:
 
 
 def selects_probe(selection: engine.Selection) -> bool:
-    """The ladder runs only when some probe check will judge it."""
-    wanted = not selection.only or any(name.split(".", 1)[0] == "probe" for name in selection.only)
-    return wanted and "probe" not in selection.skip
+    """The ladder runs only when some selected check judges its result."""
+    if not selection.only and not selection.skip:
+        return True
+    checks, _ = load_checks()
+    return any("probe" in c.requires for c in select(checks, selection.only, selection.skip))
 
 
 def probe_options(timeout: float) -> ProbeOptions:
