@@ -11,7 +11,7 @@ def many_core_root(tmp_path, processors=128):
 
 
 def threads_report(envdoctor, env, **kwargs):
-    run = envdoctor("check", "--no-save", "--only", "threads", "--json", "-", env=env, unset=THREAD_VARIABLES, **kwargs)
+    run = envdoctor("check", "--no-save", "--no-probe", "--only", "threads", "--json", "-", env=env, unset=THREAD_VARIABLES, **kwargs)
     assert run.returncode == 0, run
     return findings_by_id(run.json())
 
