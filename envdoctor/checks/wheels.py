@@ -201,13 +201,13 @@ def mixed_cuda_families(facts: Mapping[str, Any]) -> Iterable[Finding]:
         return
     build = torch_build(facts)
     needed = wheels.torch_family(build.cuda) if build else None
-    reason = f"torch {build.build_version} needs {needed}" if needed else "no CUDA build of torch is installed to say which one is needed"
+    reason = f"torch {build.build_version} needs {needed}" if needed else "No CUDA build of torch is installed to say which one is needed"
     yield Finding(
         id="wheels.mixed-cuda-families",
         severity=Severity.ERROR,
         title=f"NVIDIA wheels of {len(grouped)} CUDA families are installed together ({', '.join(grouped)})",
         explanation=(
-            f"{family_summary(grouped)}. {reason.capitalize()}. The cu11 and cu12 wheels unpack into the same "
+            f"{family_summary(grouped)}. {reason}. The cu11 and cu12 wheels unpack into the same "
             "nvidia/<library>/lib folders, and an extension built for the other family loads its CUDA libraries "
             "into the same process: mismatched cuBLAS/cuDNN sub-libraries end in undefined symbols or segfaults."
         ),

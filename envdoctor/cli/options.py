@@ -23,7 +23,7 @@ def resolve_python(value: Optional[str]) -> str:
     if path.is_dir():
         for candidate in (path / "bin" / "python", path / "Scripts" / "python.exe"):
             if candidate.is_file():
-                return str(candidate)
+                return str(candidate.absolute())
         raise UsageError(f"--python {value}: a folder without bin/python; give the interpreter's path")
     if os.sep not in value and not path.exists():
         found = shutil.which(value)

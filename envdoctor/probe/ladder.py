@@ -60,7 +60,7 @@ def install_hint(module: Optional[str], python: str) -> str:
         return ""
     distribution = DISTRIBUTIONS.get(module, module)
     if distribution == "torch":
-        return "pip install torch (pick the build for your CUDA from https://pytorch.org/get-started/locally/)"
+        return f"{python} -m pip install torch (pick the build for your CUDA from https://pytorch.org/get-started/locally/)"
     return f"{python} -m pip install {distribution}"
 
 

@@ -27,6 +27,11 @@ class StageStatus(enum.Enum):
         return self in (StageStatus.FAILED, StageStatus.CRASHED, StageStatus.HUNG, StageStatus.EXITED)
 
     @property
+    def label(self) -> str:
+        """How a person reads the status ("not run"); the JSON keeps the value ("not_run")."""
+        return self.value.replace("_", " ")
+
+    @property
     def killed_process(self) -> bool:
         return self in (StageStatus.CRASHED, StageStatus.HUNG, StageStatus.EXITED)
 

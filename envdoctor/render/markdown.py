@@ -40,7 +40,7 @@ def folded(summary: str, body: str, language: str = "json") -> str:
 def probe_section(probe) -> str:
     """The ladder as a table (stage, status, time, note), then what bisection tried."""
     lines = [f"### Probe ladder: {probe_table.summary(probe)}", "", "| Stage | Status | Time | Note |", "|---|---|---|---|"]
-    lines += [f"| {cell(title)} | {status.value} | {seconds} | {cell(note)} |" for status, title, seconds, note in probe_table.rows(probe)]
+    lines += [f"| {cell(title)} | {status.label} | {seconds} | {cell(note)} |" for status, title, seconds, note in probe_table.rows(probe)]
     bisection = probe_table.bisection_rows(probe)
     if bisection:
         lines += ["", "| Bisection setting | Outcome | What happened |", "|---|---|---|"]

@@ -94,7 +94,7 @@ def probe_section(console: Console, probe) -> None:
     console.print(Text.assemble(("Probe ladder", "bold"), f"  {probe_table.summary(probe)}"))
     for status, title, seconds, note in probe_table.rows(probe):
         mark, style = STAGE_GLYPHS[status]
-        console.print(Text.assemble("  ", (mark, style), f" {title.ljust(30)} {seconds.rjust(8)}  ", (status.value, style)))
+        console.print(Text.assemble("  ", (mark, style), f" {title.ljust(30)} {seconds.rjust(8)}  ", (status.label, style)))
         if note and status is not StageStatus.NOT_RUN:
             say(console, Text(note, style="dim"), 6)
     bisection = probe_table.bisection_rows(probe) or ()
