@@ -44,6 +44,7 @@ def test_real_venv_with_cu11_and_cu12_runtimes(envdoctor, venvs):
     assert [r["command"] for r in finding["remedies"]] == [
         f"{python} -m pip uninstall -y nvidia-cuda-runtime-cu12",
         f"{python} -m pip uninstall -y nvidia-cuda-runtime-cu11",
+        f"envdoctor fix --mixed-wheels --python {python}",
     ]
 
     venvs.uninstall("cuda-families", "nvidia-cuda-runtime-cu11")
@@ -58,6 +59,7 @@ def test_stray_family_beside_torch_names_what_torch_needs(envdoctor, tmp_path):
     assert finding["evidence"]["torch_needs"] == "cu12"
     assert finding["evidence"]["families"]["cu11"] == ["nvidia-cudnn-cu11==8.5.0.96"]
     assert finding["remedies"][0]["command"] == "/home/user/venv/bin/python -m pip uninstall -y nvidia-cudnn-cu11"
+    assert finding["remedies"][-1]["command"] == "envdoctor fix --mixed-wheels --python /home/user/venv/bin/python"
 
 
 def test_cu13_unsuffixed_wheels_and_nvidia_ml_py_are_one_family(envdoctor):

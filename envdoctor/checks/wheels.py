@@ -181,17 +181,27 @@ def family_summary(grouped: Mapping[str, List[dict]]) -> str:
     return "; ".join(f"{family}: {', '.join(pinned(d) for d in dists)}" for family, dists in grouped.items())
 
 
+def planned_fix(facts: Mapping[str, Any]) -> Remedy:
+    """`envdoctor fix --mixed-wheels` also reads which installed packages need which family, and with
+    --apply records the environment first, verifies the result and rolls back on failure."""
+    return Remedy(
+        "Or let envdoctor plan the removal (it keeps any family another installed package requires); add --apply to carry it out, recorded and reversible:",
+        f"envdoctor fix --mixed-wheels --python {shlex.quote(target_python(facts))}",
+    )
+
+
 def mixed_family_remedies(facts, grouped, needed: Optional[str]) -> Tuple[Remedy, ...]:
     if needed in grouped:
         strays = [d["name"] for family, dists in grouped.items() if family != needed for d in dists]
         return (
             Remedy(f"Uninstall the wheels of the families torch does not use (it needs {needed}):", installer_command(facts, "uninstall", strays)),
             Remedy("Then check again; a package that needs the other family (TensorFlow, onnxruntime-gpu, bitsandbytes) belongs in its own virtual environment."),
+            planned_fix(facts),
         )
     return tuple(
         Remedy(f"To keep only {keep}, uninstall the others:", installer_command(facts, "uninstall", [d["name"] for f, ds in grouped.items() if f != keep for d in ds]))
         for keep in grouped
-    )
+    ) + (planned_fix(facts),)
 
 
 @check("wheels.mixed-cuda-families", "NVIDIA CUDA wheels of more than one CUDA family in one environment", requires=("target",))
