@@ -79,6 +79,24 @@ def test_member_declaring_a_huge_size_is_refused_unread(tmp_path):
     assert "declares 4294967280 bytes" in one_line_error(run_envdoctor("inspect", str(path)))
 
 
+def test_encrypted_member_is_an_input_error(tmp_path):
+    path = model_zip(tmp_path / "model.zip", {"gamma": 0.99})
+    raw = bytearray(path.read_bytes())
+    central = raw.index(b"PK\x01\x02")
+    struct.pack_into("<H", raw, central + 8, 0x1)  # `data`'s flags: encrypted
+    path.write_bytes(bytes(raw))
+    assert "password required" in one_line_error(run_envdoctor("inspect", str(path)))
+
+
+def test_zip_of_an_unknown_version_is_an_input_error(tmp_path):
+    path = model_zip(tmp_path / "model.zip", {"gamma": 0.99})
+    raw = bytearray(path.read_bytes())
+    central = raw.index(b"PK\x01\x02")
+    raw[central + 6] = 99  # "version needed to extract": 9.9
+    path.write_bytes(bytes(raw))
+    assert "zip file version 9.9" in one_line_error(run_envdoctor("inspect", str(path)))
+
+
 def test_invalid_base64_is_a_corrupt_entry_not_an_input_error(tmp_path):
     path = model_zip(tmp_path / "model.zip", {"learning_rate": {":type:": "<class 'function'>", ":serialized:": "not base64!"}})
     run = run_envdoctor("inspect", str(path), "--json", "-")

@@ -35,8 +35,10 @@ def open_zip(path: Path) -> zipfile.ZipFile:
         raise ModelFileError(f"{path}: not a file")
     try:
         return zipfile.ZipFile(path)
-    except zipfile.BadZipFile as error:
+    except (zipfile.BadZipFile, ValueError) as error:
         raise ModelFileError(f"{path}: not a zip archive, or a truncated one ({error})") from None
+    except NotImplementedError as error:  # zipfile's word for a zip feature it cannot read
+        raise ModelFileError(f"{path}: a zip this Python cannot read ({error})") from None
     except OSError as error:
         raise ModelFileError(f"{path}: cannot read: {error.strerror or error}") from None
 
@@ -48,8 +50,9 @@ def read_member(archive: zipfile.ZipFile, info: zipfile.ZipInfo, limit: int, pat
     try:
         with archive.open(info) as stream:
             data = stream.read(limit + 1)
-    except (zipfile.BadZipFile, EOFError, OSError, NotImplementedError, ValueError) as error:
-        raise ModelFileError(f"{path}: member {info.filename!r} is damaged ({error})") from None
+    except (zipfile.BadZipFile, EOFError, OSError, NotImplementedError, ValueError, RuntimeError) as error:
+        # RuntimeError is zipfile's "encrypted, password required"; NotImplementedError an unknown compression
+        raise ModelFileError(f"{path}: member {info.filename!r} cannot be read ({error})") from None
     if len(data) > limit:
         raise ModelFileError(f"{path}: member {info.filename!r} is larger than the {limit} bytes allowed")
     return data
