@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import findings_by_id, run_envdoctor, write_host_root
+from conftest import changed_report, findings_by_id, run_envdoctor, write_host_root
 from envdoctor.collect import CollectContext, gpu
 from envdoctor.collect.nvml_query import decode_cuda_version
 
@@ -114,8 +114,23 @@ def test_gpu_with_95_percent_of_memory_used_is_a_warning(envdoctor):
     found = findings_by_id(run.json())["gpu.memory-low"]
     assert [f["severity"] for f in found] == ["warning"]
     assert "95%" in found[0]["title"] and "A100" in found[0]["title"]
-    assert found[0]["remedies"][1]["command"] == "CUDA_VISIBLE_DEVICES=1 python train.py"
+    assert found[0]["remedies"][1] == {"summary": "Stop them; no other GPU here has room to move the run to.", "command": None}
     assert run.returncode == 0
+
+
+def test_a_busy_gpu_points_to_the_freest_other_one(envdoctor, tmp_path):
+    def four_gpus(facts):
+        busy = facts["gpu"]["gpus"][0]
+        used = {0: 0.95, 1: 0.92, 2: 0.40, 3: 0.10}
+        facts["gpu"]["gpus"] = [
+            {**busy, "index": i, "memory_used_bytes": int(busy["memory_total_bytes"] * u), "memory_free_bytes": int(busy["memory_total_bytes"] * (1 - u))}
+            for i, u in used.items()
+        ]
+
+    run = envdoctor("check", "--from", str(changed_report(DATA / "memory95.json", tmp_path / "r.json", four_gpus)), "--only", "gpu", "--json", "-")
+    found = findings_by_id(run.json())["gpu.memory-low"]
+    assert [f["title"].split(" (")[0] for f in found] == ["GPU 0", "GPU 1"]
+    assert {f["remedies"][1]["command"] for f in found} == {"CUDA_DEVICE_ORDER=PCI_BUS_ID CUDA_VISIBLE_DEVICES=3 python train.py"}
 
 
 def test_h100_idle_memory_is_not_flagged(envdoctor):

@@ -7,7 +7,7 @@ OmniIsaacGymEnvs#11, NVlabs/ProtoMotions#222).
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable, List, Mapping, Optional
 
 from envdoctor.checks import check
 from envdoctor.checks.cuda import gpus
@@ -22,9 +22,31 @@ def used_fraction(gpu: Mapping[str, Any]) -> float:
     return used / total if total else 0.0
 
 
+def freest_other(gpu: Mapping[str, Any], present: List[Mapping[str, Any]]) -> Optional[Mapping[str, Any]]:
+    """The least used other GPU that is not busy itself: the one worth moving the run to, if any."""
+    others = [g for g in present if g.get("index") != gpu.get("index") and used_fraction(g) < BUSY_FRACTION]
+    return min(others, key=used_fraction, default=None)
+
+
+def memory_remedies(gpu: Mapping[str, Any], present: List[Mapping[str, Any]]) -> tuple:
+    """NVML numbers GPUs in PCI bus order and CUDA fastest first, so the move names the order it means."""
+    other = freest_other(gpu, present)
+    move = (
+        Remedy(f"Stop them, or run on GPU {other.get('index')} ({used_fraction(other):.0%} used):", f"CUDA_DEVICE_ORDER=PCI_BUS_ID CUDA_VISIBLE_DEVICES={other.get('index')} python train.py")
+        if other
+        else Remedy("Stop them; no other GPU here has room to move the run to.")
+    )
+    return (
+        Remedy("See which processes hold the memory:", "nvidia-smi --query-compute-apps=pid,process_name,used_memory --format=csv"),
+        move,
+        Remedy("Or shrink the run (fewer parallel environments, smaller batches)."),
+    )
+
+
 @check("gpu.memory-low", "Another process holds most of a GPU's memory", requires=("gpu",))
 def memory_low(facts: Mapping[str, Any]) -> Iterable[Finding]:
-    for gpu in gpus(facts):
+    present = gpus(facts)
+    for gpu in present:
         fraction = used_fraction(gpu)
         if fraction < BUSY_FRACTION:
             continue
@@ -45,9 +67,5 @@ def memory_low(facts: Mapping[str, Any]) -> Iterable[Finding]:
                 "memory_total_bytes": gpu.get("memory_total_bytes"),
                 "processes": holders,
             },
-            remedies=(
-                Remedy("See which processes hold the memory:", "nvidia-smi --query-compute-apps=pid,process_name,used_memory --format=csv"),
-                Remedy("Stop them, or run on another GPU:", f"CUDA_VISIBLE_DEVICES={1 if index == 0 else 0} python train.py"),
-                Remedy("Or shrink the run (fewer parallel environments, smaller batches)."),
-            ),
+            remedies=memory_remedies(gpu, present),
         )
