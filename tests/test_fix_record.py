@@ -57,3 +57,21 @@ def test_a_report_is_not_a_record(tmp_path):
     (tmp_path / "report.json").write_text(json.dumps({"schema_version": "1.0"}))
     with pytest.raises(UsageError, match="is not an envdoctor fix record"):
         records.load(tmp_path / "report.json")
+
+
+@pytest.mark.parametrize("document, message", [
+    ({"kind": "envdoctor-fix-record"}, r"damaged envdoctor fix record \(KeyError: 'created'\)"),
+    ({"kind": "envdoctor-fix-record", "created": "x", "installer": {"name": "pip"}, "freeze": []}, r"damaged .*'python'"),
+    ({"kind": "envdoctor-fix-record", "created": "x", "installer": {"name": "pip", "python": PY}, "freeze": None}, r"damaged .*TypeError"),
+])
+def test_a_damaged_record_is_a_usage_error(tmp_path, document, message):
+    (tmp_path / "record.json").write_text(json.dumps(document))
+    with pytest.raises(UsageError, match=message):
+        records.load(tmp_path)
+
+
+def test_a_huge_file_is_refused_without_reading_it_all(tmp_path, monkeypatch):
+    monkeypatch.setattr(records, "MAX_RECORD_BYTES", 1024)
+    (tmp_path / "record.json").write_text(json.dumps({"kind": "envdoctor-fix-record", "pad": "x" * 2048}))
+    with pytest.raises(UsageError, match="larger than"):
+        records.load(tmp_path)

@@ -21,6 +21,8 @@ from envdoctor.fix.plan import Plan
 
 RECORD_FILE = "record.json"
 FREEZE_FILE = "freeze.txt"
+# A record of an environment with thousands of distributions is a few MB; anything far larger is not one.
+MAX_RECORD_BYTES = 64 * 2 ** 20
 
 
 @dataclass(frozen=True)
@@ -81,23 +83,36 @@ def finish(record: Record, outcome: Mapping[str, Any]) -> Record:
     return done
 
 
+def read_json(file: Path, shown: Path) -> Any:
+    """The JSON document in `file`, read no further than MAX_RECORD_BYTES."""
+    try:
+        with file.open("rb") as handle:
+            raw = handle.read(MAX_RECORD_BYTES + 1)
+    except OSError as error:
+        raise UsageError(f"cannot read the record {shown}: {error.strerror or error}") from None
+    if len(raw) > MAX_RECORD_BYTES:
+        raise UsageError(f"{file} is larger than {MAX_RECORD_BYTES // 2 ** 20} MiB: not an envdoctor fix record")
+    try:
+        return json.loads(raw.decode("utf-8"))
+    except ValueError as error:
+        raise UsageError(f"{file} is not JSON: {error}") from None
+
+
 def load(path: Path) -> Record:
     """A record from its folder or its record.json; refused with a clear reason when unreadable."""
     file = path / RECORD_FILE if path.is_dir() else path
-    try:
-        data = json.loads(file.read_text(encoding="utf-8"))
-    except OSError as error:
-        raise UsageError(f"cannot read the record {path}: {error.strerror or error}") from None
-    except ValueError as error:
-        raise UsageError(f"{file} is not JSON: {error}") from None
+    data = read_json(file, path)
     if not isinstance(data, dict) or data.get("kind") != "envdoctor-fix-record":
         raise UsageError(f"{file} is not an envdoctor fix record (expected {RECORD_FILE} from `envdoctor fix --apply`)")
-    return Record(
-        folder=file.parent,
-        created=data["created"],
-        installer=Installer.from_json(data["installer"]),
-        freeze=tuple(data["freeze"]),
-        distributions=tuple(data.get("distributions", ())),
-        plan=Plan.from_json(data["plan"]) if data.get("plan") else None,
-        outcome=data.get("outcome"),
-    )
+    try:
+        return Record(
+            folder=file.parent,
+            created=data["created"],
+            installer=Installer.from_json(data["installer"]),
+            freeze=tuple(data["freeze"]),
+            distributions=tuple(data.get("distributions", ())),
+            plan=Plan.from_json(data["plan"]) if data.get("plan") else None,
+            outcome=data.get("outcome"),
+        )
+    except (KeyError, TypeError, ValueError) as error:
+        raise UsageError(f"{file} is a damaged envdoctor fix record ({type(error).__name__}: {error})") from None
