@@ -140,3 +140,28 @@ def test_plain_values_and_references_are_read_without_importing():
     facts = classify("x", entry({"a": [1.5, b"\x00"], "b": zipfile.ZipInfo}), "3.11")
     assert facts["verdict"] == "reference" and facts["globals"] == ["zipfile.ZipInfo"]
     assert facts["modules"] == ["zipfile"]
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "-0.1"])
+def test_sanitize_refuses_a_schedule_number_sb3_cannot_train_with(tmp_path, value):
+    path = model_zip(tmp_path / "model.zip", {"gamma": 0.99})
+    error = one_line_error(run_envdoctor("sanitize", str(path), "-o", str(tmp_path / "out.zip"), f"--learning-rate={value}"))
+    assert "--learning-rate" in error and not (tmp_path / "out.zip").exists()
+
+
+def test_sanitize_into_a_folder_or_nowhere_is_an_input_error(tmp_path):
+    path = model_zip(tmp_path / "model.zip", {"gamma": 0.99})
+    assert "is a folder" in one_line_error(run_envdoctor("sanitize", str(path), "-o", str(tmp_path), "--force"))
+    assert "cannot write" in one_line_error(run_envdoctor("sanitize", str(path), "-o", "/proc/out.zip"))
+
+
+def test_sanitize_of_a_damaged_member_is_an_input_error_and_leaves_nothing(tmp_path):
+    path = model_zip(tmp_path / "model.zip", {"gamma": 0.99})
+    with zipfile.ZipFile(path, "a") as archive:
+        archive.writestr("policy.pth", b"weights" * 100)
+    raw = bytearray(path.read_bytes())
+    start = raw.index(b"weights")
+    raw[start:start + 7] = b"WEIGHTS"  # the stored bytes no longer match their CRC
+    path.write_bytes(bytes(raw))
+    assert "'policy.pth' cannot be copied" in one_line_error(run_envdoctor("sanitize", str(path), "-o", str(tmp_path / "out.zip")))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["model.zip"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import click
@@ -9,6 +10,7 @@ import click
 from envdoctor import engine
 from envdoctor.cli import EXIT_FINDINGS, EXIT_OK
 from envdoctor.cli.options import emit, output_options, resolve_python
+from envdoctor.errors import UsageError
 from envdoctor.model import Severity
 from envdoctor.render import json as json_renderer
 from envdoctor.sb3 import render
@@ -29,12 +31,19 @@ def inspect_command(model, python, json_out, markdown_out, fail_on, verbose) -> 
     return EXIT_FINDINGS if engine.at_or_above(report.findings, Severity(fail_on)) else EXIT_OK
 
 
+def schedule_number(ctx, param, value):
+    """A schedule value SB3 can train with: finite and not negative (a range check lets NaN through)."""
+    if value is not None and not (math.isfinite(value) and value >= 0):
+        raise UsageError(f"{param.opts[0]} {value}: give a finite number of 0 or more")
+    return value
+
+
 @click.command("sanitize")
 @click.argument("model", metavar="MODEL.zip")
 @click.option("-o", "--output", required=True, metavar="OUT.zip", help="Where to write the sanitised copy.")
-@click.option("--learning-rate", type=float, help="Use this learning rate instead of the one found in the file.")
-@click.option("--clip-range", type=float, help="Use this clip range instead of the one found in the file.")
-@click.option("--clip-range-vf", type=float, help="Use this value-function clip range instead of the one found in the file.")
+@click.option("--learning-rate", type=float, callback=schedule_number, help="Use this learning rate instead of the one found in the file.")
+@click.option("--clip-range", type=float, callback=schedule_number, help="Use this clip range instead of the one found in the file.")
+@click.option("--clip-range-vf", type=float, callback=schedule_number, help="Use this value-function clip range instead of the one found in the file.")
 @click.option("--force", is_flag=True, help="Replace OUT.zip if it exists.")
 def sanitize_command(model, output, learning_rate, clip_range, clip_range_vf, force) -> int:
     """Write a copy of MODEL.zip whose pickled schedules are plain numbers, so it loads on any Python."""

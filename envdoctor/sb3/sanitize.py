@@ -14,6 +14,7 @@ import json
 import os
 import tempfile
 import zipfile
+import zlib
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -22,7 +23,7 @@ from typing import Any, Dict, Mapping, Optional
 from envdoctor import __version__
 from envdoctor.errors import UsageError
 from envdoctor.sb3 import advice, optimizer, schedules
-from envdoctor.sb3.archive import AUDIT, DATA, ModelArchive
+from envdoctor.sb3.archive import AUDIT, DATA, ModelArchive, ModelFileError
 from envdoctor.sb3.forensics import inspect_model
 
 CHUNK = 1 << 20
@@ -50,6 +51,8 @@ def refuse_blockers(facts: Mapping[str, Any]) -> None:
 def check_paths(source: Path, output: Path, force: bool) -> None:
     if output.exists() and source.exists() and os.path.samefile(source, output):
         raise UsageError(f"{output} is the input file; sanitize never modifies its input")
+    if output.is_dir():
+        raise UsageError(f"{output} is a folder; give the file to write")
     if output.exists() and not force:
         raise UsageError(f"{output} exists; pass --force to replace it")
     if not output.parent.is_dir():
@@ -78,16 +81,22 @@ def clone(info: zipfile.ZipInfo) -> zipfile.ZipInfo:
 def copy_member(model: ModelArchive, info: zipfile.ZipInfo, out: zipfile.ZipFile) -> str:
     """Stream one member unchanged; returns the sha256 of its content."""
     digest = hashlib.sha256()
-    with model.zip.open(info) as source, out.open(clone(info), "w", force_zip64=True) as target:
-        for block in iter(lambda: source.read(CHUNK), b""):
-            digest.update(block)
-            target.write(block)
+    try:
+        with model.zip.open(info) as source, out.open(clone(info), "w", force_zip64=True) as target:
+            for block in iter(lambda: source.read(CHUNK), b""):
+                digest.update(block)
+                target.write(block)
+    except (zipfile.BadZipFile, EOFError, NotImplementedError, RuntimeError, zlib.error) as error:
+        raise ModelFileError(f"{model.path}: member {info.filename!r} cannot be copied ({error})") from None
     return digest.hexdigest()
 
 
 def write(model: ModelArchive, output: Path, data_bytes: bytes, audit_bytes: bytes) -> Dict[str, str]:
     """Write the new zip to a temporary file beside `output`, then rename it into place."""
-    handle, temporary = tempfile.mkstemp(prefix=f".{output.name}.", suffix=".tmp", dir=output.parent)
+    try:
+        handle, temporary = tempfile.mkstemp(prefix=f".{output.name}.", suffix=".tmp", dir=output.parent)
+    except OSError as error:
+        raise UsageError(f"cannot write {output}: {error.strerror or error}") from None
     copied: Dict[str, str] = {}
     try:
         with os.fdopen(handle, "wb") as stream, zipfile.ZipFile(stream, "w") as out:
@@ -98,9 +107,11 @@ def write(model: ModelArchive, output: Path, data_bytes: bytes, audit_bytes: byt
                     copied[info.filename] = copy_member(model, info, out)
             out.writestr(zipfile.ZipInfo(AUDIT, date_time=model.infos[DATA].date_time), audit_bytes)
         os.replace(temporary, output)
-    except BaseException:
+    except BaseException as error:
         if os.path.exists(temporary):
             os.unlink(temporary)
+        if isinstance(error, OSError):  # the disk filled up, or OUT became a folder meanwhile
+            raise UsageError(f"cannot write {output}: {error.strerror or error}") from None
         raise
     return copied
 
