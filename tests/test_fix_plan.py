@@ -331,6 +331,17 @@ def test_mixed_wheels_changes_nothing_when_both_families_are_required():
     assert not plan.changes and "use separate environments" in plan.steps[0].reason and "tensorflow" in plan.steps[0].reason
 
 
+def test_requirements_are_read_for_the_target_platform_not_the_doctors():
+    f = facts((3, 11, 9), [
+        dist("torch", "2.13.0+cpu"),
+        dist("tensorflow", "2.14.0", 'nvidia-cublas-cu11==11.11.3.6 ; platform_system == "Linux"'),
+        dist("nvidia-cublas-cu11", "11.11.3.6"), dist("nvidia-cuda-runtime-cu12", "12.1.105"),
+    ], torch_version="2.13.0+cpu")
+    assert plan_mixed_wheels(f, PIP).expect.families == ("cu11",)
+    f["target"]["python"]["platform"] = "win32"
+    assert plan_mixed_wheels(f, PIP).steps[0].argv[5:] == ("nvidia-cublas-cu11", "nvidia-cuda-runtime-cu12")
+
+
 def test_mixed_wheels_with_one_family_has_nothing_to_do():
     assert not plan_mixed_wheels(seed_facts(), PIP).changes
 

@@ -13,7 +13,8 @@ from typing import Any, Mapping, Optional, Sequence, Tuple
 
 from envdoctor.checks.facts import normalize
 from envdoctor.fix.plan import Expectation, Plan, Step, StepKind, StepStatus
-from envdoctor.fix.requires import installed, marker_environment, requirements, target
+from envdoctor.checks.wheels import marker_environment
+from envdoctor.fix.requires import installed, requirements, target
 from envdoctor.fix.verify import import_torch_argv
 from envdoctor.knowledge import version_tuple
 from envdoctor.knowledge.torch_matrix import TorchRelease, index_url, install_args, releases, variant_tag

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Tuple
 
-from packaging.markers import default_environment
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import SpecifierSet
 from packaging.version import InvalidVersion, Version
 
 from envdoctor.checks.facts import normalize
+from envdoctor.checks.wheels import marker_environment
 from envdoctor.knowledge.wheels import cuda_family
 
 
@@ -30,13 +30,6 @@ def python_minor(facts: Mapping[str, Any]) -> str:
 def installed(facts: Mapping[str, Any]) -> Dict[str, Mapping[str, Any]]:
     """Installed distributions by normalized name."""
     return {normalize(d["name"]): d for d in target(facts).get("distributions", ())}
-
-
-def marker_environment(facts: Mapping[str, Any]) -> Dict[str, str]:
-    python = target(facts).get("python", {})
-    environment = dict(default_environment())
-    environment.update(python_version=python_minor(facts), python_full_version=python.get("version", ""), extra="")
-    return environment
 
 
 def requirements(dist: Mapping[str, Any], environment: Mapping[str, str], with_extras: bool) -> List[Requirement]:
