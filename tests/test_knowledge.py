@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from envdoctor.knowledge import arches, drivers, rows, torch_matrix, wheels
+from envdoctor.knowledge import arches, drivers, minor_of, rows, torch_matrix, wheels
 
 NOTES = Path(__file__).parent / "data" / "knowledge"
 DATA_FILES = ("drivers.csv", "torch_matrix.csv", "arches.csv", "nvidia_wheels.csv")
@@ -64,13 +64,26 @@ def test_minimum_driver_is_the_family_floor_where_minor_compatibility_applies():
     assert drivers.requirement("7.5") is None
 
 
-@pytest.mark.parametrize("torch, companions", [("1.13", "| 1.13 | 0.14 | 0.13 |"), ("2.6", "| 2.6 | 0.21 | 2.6 |"), ("2.10", "| 2.10 | 0.25 | 2.10 |")])
-def test_companion_versions_match_the_release_matrix(torch, companions):
-    line = table_row(shared_text("domain-facts.md"), f"{torch} |")
-    release = torch_matrix.find(torch)
-    assert line.startswith(companions)
-    for cuda in release.cuda:
-        assert torch_matrix.variant_tag(cuda) in line
+def minors_in(cell: str) -> set:
+    """ "3.8–3.11 (+3.12)" or "3.9–3.12 (3.13 exp.)" -> the CPython minors with release wheels (free-threaded "t" builds aside)."""
+    low, high = re.match(r"3\.(\d+)–3\.(\d+)", cell).groups()
+    extra = re.findall(r"\(\+?3\.(\d+)(?: exp\.)?\)", cell)
+    return {f"3.{n}" for n in [*range(int(low), int(high) + 1), *map(int, extra)]}
+
+
+@pytest.mark.parametrize("release", torch_matrix.releases(), ids=lambda r: r.torch)
+def test_every_release_row_matches_the_release_matrix(release):
+    torch, vision, audio, python, variants, default = (
+        cell.strip() for cell in table_row(shared_text("domain-facts.md"), f"{minor_of(release.torch)} |").split("|")[1:7]
+    )
+    assert vision.split()[0] == minor_of(release.torchvision)
+    if release.torchaudio:
+        assert audio.split()[0] == minor_of(release.torchaudio)
+    else:
+        assert audio.startswith("none")
+    assert set(release.python) == minors_in(python)
+    assert [torch_matrix.variant_tag(c) for c in release.cuda] == re.findall(r"cu\d+", variants)
+    assert torch_matrix.variant_tag(release.pypi_default_cuda) == re.search(r"cu\d+", default).group()
 
 
 @pytest.mark.parametrize("torch", ["1.13.1", "2.0.1", "2.1.2", "2.4.1", "2.6.0", "2.7.1", "2.8.0", "2.9.1", "2.10.0", "2.11.0", "2.12.1", "2.14.1"])
