@@ -33,12 +33,9 @@ def test_every_row_cites_a_source(filename):
     assert all(row["source"].strip() for row in loaded)
 
 
-@pytest.mark.parametrize(
-    "cuda, first_cell",
-    [("10.2", "10.2.89"), ("11.4", "11.4.0"), ("11.8", "11.8.0"), ("12.1", "12.1.0"), ("12.8", "12.8.0"), ("13.0", "13.0.0")],
-)
-def test_toolkit_drivers_match_the_release_notes_table(cuda, first_cell):
-    line = table_row(shared_text("domain-facts.md"), first_cell)
+@pytest.mark.parametrize("cuda", sorted(drivers.table()))
+def test_toolkit_drivers_match_the_release_notes_table(cuda):
+    line = table_row(shared_text("domain-facts.md"), f"{cuda}.")
     row = drivers.requirement(cuda)
     assert row.toolkit_linux in line
     if row.toolkit_windows:
@@ -51,13 +48,16 @@ def test_minor_compatibility_floors_match_nvidia():
     assert "11.x: Linux ≥ 450.80.02*, Windows ≥ 452.39*" in text
     assert drivers.requirement("11.8").minor_compat("windows") == "452.39"
     assert drivers.requirement("10.2").minor_compat_linux is None
+    assert "| CUDA 13.x | ≥ 580 |" in text
+    assert {drivers.requirement(c).minor_compat("windows") for c in ("13.0", "13.1", "13.2", "13.3")} == {"580"}
 
 
 def test_minimum_driver_is_the_family_floor_where_minor_compatibility_applies():
     assert drivers.minimum_driver("12.1") == "525.60.13"
     assert drivers.minimum_driver("11.0") == "450.51.05"  # CUDA 11.0's own driver predates the 11.x floor
     assert drivers.minimum_driver("10.2") == "440.33"
-    assert drivers.minimum_driver("13.0", os="windows") is None
+    assert drivers.minimum_driver("13.0", os="windows") == "580"  # NVIDIA Table 1: CUDA 13.x >= 580, no full Windows number
+    assert not drivers.driver_satisfies("560.94", "13.0", os="windows") and drivers.driver_satisfies("581.57", "13.2", os="windows")
     assert not drivers.driver_satisfies("470.82.01", "12.1")
     assert drivers.driver_satisfies("580.65.06", "13.0")
     assert drivers.driver_satisfies("535.104.05", "12.8")
