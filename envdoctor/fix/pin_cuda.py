@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass, replace
 from typing import Any, List, Mapping, Optional, Sequence, Tuple
 
+from envdoctor.checks.cuda import host_os
 from envdoctor.errors import UsageError
 from envdoctor.fix.installer import Installer
 from envdoctor.fix.new_env import choose, plan_new_environment
@@ -60,21 +61,17 @@ def validate(request: Request) -> Optional[TorchRelease]:
     return release
 
 
-def target_os(facts: Mapping[str, Any]) -> str:
-    return "windows" if target(facts).get("python", {}).get("platform") == "win32" else "linux"
-
-
 def driver_verdict(facts: Mapping[str, Any], cuda: str) -> Tuple[Optional[str], Optional[str]]:
     """(refusal, note) about whether the installed driver runs CUDA `cuda`."""
     gpu = facts.get("gpu") or {}
     driver = (gpu.get("driver") or {}).get("version")
-    least = drivers.minimum_driver(cuda, target_os(facts))
+    least = drivers.minimum_driver(cuda, host_os(facts))
     if not driver:
         why = gpu.get("reason") or gpu.get("error") or "no driver facts"
         return None, f"driver unknown ({why}): CUDA {cuda} wheels need driver ≥ {least or 'unknown'}; not checked"
-    if drivers.driver_satisfies(driver, cuda, target_os(facts)):
+    if drivers.driver_satisfies(driver, cuda, host_os(facts)):
         return None, f"driver {driver} runs CUDA {cuda} (needs ≥ {least})"
-    runnable = [v for v in known_variants() if drivers.driver_satisfies(driver, v, target_os(facts))]
+    runnable = [v for v in known_variants() if drivers.driver_satisfies(driver, v, host_os(facts))]
     older = f" (--pin-cuda {runnable[-1]} runs on it)" if runnable else ""
     return f"driver {driver} is too old for CUDA {cuda}: it needs driver ≥ {least}; update the driver or pin an older CUDA{older}", None
 
@@ -102,7 +99,7 @@ def arch_verdict(facts: Mapping[str, Any], release: TorchRelease, cuda: str) -> 
             return f"{gpu.get('name')} (compute capability {capability}) has no kernels in torch {release.torch}+{tag}; {builds_with(capability, release)}", ()
         if support == arches.PTX:
             row = drivers.requirement(cuda)
-            toolkit = row.toolkit(target_os(facts)) if row else "unknown"
+            toolkit = row.toolkit(host_os(facts)) if row else "unknown"
             notes.append(f"{gpu.get('name')} (compute capability {capability}) runs torch {release.torch}+{tag} only through PTX JIT, which needs driver ≥ {toolkit}")
     return None, tuple(notes)
 
