@@ -136,6 +136,57 @@ def test_code_referring_to_dangerous_names_is_dangerous():
     assert any("__import__" in r and "system" in r for r in facts["reasons"])
 
 
+def test_everyday_code_that_runs_no_command_is_code_not_dangerous():
+    import cloudpickle
+
+    def with_os(progress):  # os.path, os.environ, re.compile and an `.eval()` method run no command
+        import os
+        import re
+
+        layer = type("Layer", (), {"eval": lambda self: self})()
+        here = os.path.join(os.environ.get("HOME", "/"), "x")
+        return 0.1 * progress if re.compile("y").match(here) is None and layer.eval() else 0.0
+
+    def without_os(progress):  # list.remove and platform.system name no os function
+        import platform
+
+        seen = [0.1, 0.2]
+        seen.remove(0.2)
+        return seen[0] * progress if platform.system() else 0.0
+
+    for schedule in (with_os, without_os):
+        facts = classify("learning_rate", {":serialized:": base64.b64encode(cloudpickle.dumps(schedule)).decode()}, "3.11")
+        assert facts["verdict"] == "code", facts["reasons"]
+    assert [f["imports"] for f in facts["functions"]] == [["platform"]]
+
+
+def test_code_importing_subprocess_inside_itself_is_dangerous():
+    import cloudpickle
+
+    def schedule(_):
+        import subprocess
+
+        return subprocess.run(["true"]).returncode or 0.1
+
+    facts = classify("clip_range", {":serialized:": base64.b64encode(cloudpickle.dumps(schedule)).decode()}, "3.11")
+    assert facts["verdict"] == "dangerous" and facts["reasons"] == ["its code imports the module subprocess"]
+
+
+def stack_global(module: bytes, name: bytes) -> bytes:
+    return b"\x8c" + bytes([len(module)]) + module + b"\x8c" + bytes([len(name)]) + name + b"\x93"
+
+
+@pytest.mark.parametrize("payload", [
+    stack_global(b"zipfile", b"os.system") + b"\x8c\x04true\x85R.",  # protocol 4 resolves dotted names
+    stack_global(b"operator", b"methodcaller") + b"\x8c\x06system\x8c\x04true\x86R" + stack_global(b"zipfile", b"os") + b"\x85R.",
+], ids=["dotted-name", "methodcaller"])
+def test_reaching_os_system_through_another_module_is_dangerous(payload):
+    payload = b"\x80\x04" + payload
+    assert pickle.loads(payload) == 0  # the real unpickler runs `true`: the payload is live
+    facts = classify("learning_rate", {":serialized:": base64.b64encode(payload).decode()}, "3.11")
+    assert facts["verdict"] == "dangerous", facts["globals"]
+
+
 def test_plain_values_and_references_are_read_without_importing():
     facts = classify("x", entry({"a": [1.5, b"\x00"], "b": zipfile.ZipInfo}), "3.11")
     assert facts["verdict"] == "reference" and facts["globals"] == ["zipfile.ZipInfo"]

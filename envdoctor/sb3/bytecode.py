@@ -4,7 +4,8 @@ cloudpickle rebuilds a function with `CodeType(*args)`; the number of args is fi
 family (15 up to 3.7, 16 for 3.8–3.10, 18 from 3.11). Within a family the bytecode narrows it down:
 every opcode must exist in that version, and from 3.11 the prologue must end in that version's RESUME
 (151 on 3.11/3.12, 149 on 3.13). Facts: knowledge notes "sb3-model-files" §3b; opcode tables in
-opcodes.json (dis.opmap of each CPython).
+opcodes.json (dis.opmap of each CPython). The same reading tells which names the code loads as globals
+and which modules it imports, so the classifier can tell `eval(text)` from `model.eval()`.
 """
 
 from __future__ import annotations
@@ -16,6 +17,11 @@ from typing import Iterable, List, Optional, Sequence, Tuple
 
 LAYOUTS = {15: "3.7 or older", 16: "3.8–3.10", 18: "3.11+"}
 FAMILY_MINORS = {15: (), 16: ("3.8", "3.9", "3.10"), 18: ("3.11", "3.12", "3.13")}
+# (LOAD_GLOBAL, LOAD_NAME, IMPORT_NAME, EXTENDED_ARG) in each CPython's dis.opmap; 3.6 and 3.7 number them as 3.8.
+NAME_OPCODES = {
+    "3.8": (116, 101, 108, 144), "3.9": (116, 101, 108, 144), "3.10": (116, 101, 108, 144),
+    "3.11": (116, 101, 108, 144), "3.12": (116, 101, 108, 144), "3.13": (91, 92, 75, 71),
+}
 
 
 @lru_cache(maxsize=1)
@@ -106,3 +112,25 @@ def cross_check(system_info_minor: Optional[str], n_args: int, candidates: Seque
     if len(candidates) == 1:
         return candidates[0], system_info_minor is None
     return None, system_info_minor is None
+
+
+def name_uses(code: bytes, names: Sequence[object], minors: Sequence[str]) -> Tuple[List[str], List[str]]:
+    """(global names, imported modules) among `names` (co_names), read from the bytecode.
+
+    co_names mixes globals with attribute names: `eval(text)` and `model.eval()` both list "eval",
+    `os.system` and `platform.system` both list "system". Only the operands of LOAD_GLOBAL/LOAD_NAME are
+    globals (builtins included) and those of IMPORT_NAME imports. `minors` are the versions whose opcode
+    numbering may apply (the producer, else the candidates); a name counts when any reading says so.
+    """
+    globals_, imports = set(), set()
+    for minor in minors or ("3.8",):
+        load_global, load_name, import_name, extended_arg = NAME_OPCODES.get(minor, NAME_OPCODES["3.8"])
+        shift = 1 if family_of_minor(minor) == 18 else 0  # from 3.11 LOAD_GLOBAL's arg is index * 2 + a flag
+        carry = 0
+        for op, arg in zip(code[0::2], code[1::2]):
+            arg |= carry
+            carry = arg << 8 if op == extended_arg else 0
+            index = arg >> shift if op == load_global else arg if op in (load_name, import_name) else None
+            if index is not None and index < len(names) and isinstance(names[index], str):
+                (imports if op == import_name else globals_).add(names[index])
+    return sorted(globals_), sorted(imports)

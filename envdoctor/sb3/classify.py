@@ -37,21 +37,37 @@ DANGEROUS_BUILTINS = {
     "eval", "exec", "compile", "__import__", "open", "getattr", "setattr", "delattr", "globals", "locals",
     "vars", "input", "breakpoint", "exit", "quit", "__builtins__",
 }
-# Names that, in by-value code, mean "this function runs commands when SB3 calls it".
-DANGEROUS_CODE_NAMES = {
-    "system", "popen", "Popen", "exec", "eval", "compile", "__import__", "execv", "execve", "execvp", "execl",
-    "spawnv", "spawnl", "check_output", "check_call", "getoutput", "getstatusoutput", "startfile",
-    "import_module", "rmtree", "remove", "unlink", "__builtins__",
+# Callables that reach any attribute of what they are given, as getattr does (`methodcaller("system")(os)`).
+DANGEROUS_GLOBALS = {"operator.attrgetter", "operator.methodcaller", "_operator.attrgetter", "_operator.methodcaller"}
+# Modules pickled code may well use harmlessly (os.path, os.environ, sys.argv): only the names below make
+# their use dangerous. Every other dangerous module is there to run commands or load code.
+EVERYDAY_MODULES = {"os", "posix", "nt", "shutil", "sys", "tempfile", "glob", "signal"}
+COMMAND_MODULES = DANGEROUS_MODULES - EVERYDAY_MODULES
+# Functions of the everyday modules that run commands or destroy files, when code that reaches them names them.
+COMMAND_NAMES = {
+    "system", "popen", "execl", "execle", "execlp", "execlpe", "execv", "execve", "execvp", "execvpe", "spawnl",
+    "spawnle", "spawnlp", "spawnlpe", "spawnv", "spawnve", "spawnvp", "spawnvpe", "posix_spawn", "posix_spawnp",
+    "startfile", "fork", "forkpty", "kill", "killpg", "remove", "unlink", "rmdir", "removedirs", "rmtree",
 }
+# Builtins that, called by pickled code, run code or import modules.
+CODE_BUILTINS = {"exec", "eval", "compile", "__import__", "__builtins__", "breakpoint"}
 # Modules cloudpickle and pickle themselves need; not worth reporting as requirements.
 PLUMBING_MODULES = {"builtins", "copyreg", "__builtin__", "_codecs", "types"}
 
 
 def is_dangerous(module: str, name: str) -> bool:
+    """Whether the pickle's global `module`.`name` reaches something that runs commands or code.
+
+    From protocol 4 a name may be dotted and is looked up attribute by attribute, so `zipfile` with
+    `os.system` is os.system: every step on the way counts, not only the module.
+    """
     top = module.split(".", 1)[0]
+    steps = name.split(".")
     if top in ("builtins", "__builtin__"):
-        return name in DANGEROUS_BUILTINS
-    return top in DANGEROUS_MODULES
+        return steps[0] in DANGEROUS_BUILTINS or steps[-1] in DANGEROUS_BUILTINS
+    if top in DANGEROUS_MODULES or f"{module}.{name}" in DANGEROUS_GLOBALS:
+        return True
+    return any(step.lstrip("_") in DANGEROUS_MODULES | {"builtins"} for step in steps[:-1]) or "__builtins__" in steps
 
 
 def numpy_major(modules: List[str]) -> Optional[int]:
@@ -91,12 +107,18 @@ def corrupt(key: str, type_text: Any, reason: str, size: int = 0) -> Dict[str, A
 
 
 def dangerous_reasons(trace: pickle_vm.Trace, functions: List[Mapping[str, Any]]) -> List[str]:
-    reasons = [f"imports {g.dotted} when loaded" for g in unique(trace.globals) if is_dangerous(g.module, g.name)]
-    reasons += [f"its code imports the module {m}" for m in reader.subimports(trace) if m.split(".", 1)[0] in DANGEROUS_MODULES - {"sys"}]
+    """Why loading this entry, or calling the code in it, runs commands or code (empty: it does not)."""
+    globals_ = unique(trace.globals)
+    reasons = [f"imports {g.dotted} when loaded" for g in globals_ if is_dangerous(g.module, g.name)]
+    code_modules = set(reader.subimports(trace)) | {m for f in functions for m in f["imports"]}
+    reasons += [f"its code imports the module {m}" for m in sorted(code_modules) if m.split(".", 1)[0] in COMMAND_MODULES]
+    reached = {m.split(".", 1)[0] for m in code_modules | {g.module for g in globals_}}
     for function in functions:
-        called = sorted(set(function["names"]) & DANGEROUS_CODE_NAMES)
+        called = set(function["global_names"]) & CODE_BUILTINS
+        if reached & EVERYDAY_MODULES or "__import__" in called:  # __import__ reaches any module
+            called |= set(function["names"]) & COMMAND_NAMES
         if called:
-            reasons.append(f"{function['qualname']} uses {', '.join(called)} when called")
+            reasons.append(f"{function['qualname']} uses {', '.join(sorted(called))} when called")
     return reasons
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any, Dict, List, Optional
 
 from envdoctor.sb3 import bytecode
+from envdoctor.sb3.bytecode import FAMILY_MINORS
 from envdoctor.sb3.pickle_vm import Call, Dict_, Global, OutOfBand, Persistent, Set_, Trace, callee
 
 CODE_FIELDS = {
@@ -104,6 +105,9 @@ def code_facts(call: Call, system_info_minor: Optional[str]) -> Dict[str, Any]:
     candidates = bytecode.candidate_minors(n_args, code)
     producer, consistent = bytecode.cross_check(system_info_minor, n_args, candidates)
     consts = fields.get("consts", ())
+    raw_names = fields.get("names")
+    numberings = [producer] if producer else candidates or FAMILY_MINORS.get(n_args, ())
+    global_names, imports = bytecode.name_uses(code, raw_names if isinstance(raw_names, tuple) else (), numberings)
     return {
         "name": describe(fields.get("name")),
         "qualname": describe(fields.get("qualname", fields.get("name"))),
@@ -119,7 +123,9 @@ def code_facts(call: Call, system_info_minor: Optional[str]) -> Dict[str, Any]:
         "code_bytes": len(code),
         "consts": describe(list(consts) if isinstance(consts, tuple) else [], 2),
         "float_consts": float_constants(consts),
-        "names": strings(fields.get("names")),
+        "names": strings(raw_names),
+        "global_names": global_names,
+        "imports": imports,
         "varnames": strings(fields.get("varnames")),
         "freevars": strings(fields.get("freevars")),
     }
