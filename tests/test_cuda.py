@@ -37,6 +37,7 @@ def test_driver_470_cannot_run_a_cu121_torch(envdoctor):
         "nvidia-cuda-runtime-cu12 nvidia-cudnn-cu12 nvidia-cufft-cu12 nvidia-curand-cu12 nvidia-cusolver-cu12 "
         "nvidia-cusparse-cu12 nvidia-nccl-cu12 nvidia-nvtx-cu12",
         "/home/user/venv/bin/python -m pip install torch==2.1.2+cu118 torchvision==0.16.2+cu118 --index-url https://download.pytorch.org/whl/cu118",
+        "envdoctor fix --pin-cuda 11.8 --torch 2.1.2 --python /home/user/venv/bin/python",
     ]
 
 
@@ -55,7 +56,8 @@ def test_blackwell_on_cu126_points_to_the_first_release_with_its_kernels(envdoct
     assert "sm_120" in finding["title"] and "cu126" in finding["title"]
     assert "cu128, cu129, cu130, cu132" in finding["explanation"]
     assert commands(finding) == [
-        "/home/user/venv/bin/python -m pip install torch==2.7.1+cu128 torchvision==0.22.1+cu128 --index-url https://download.pytorch.org/whl/cu128"
+        "/home/user/venv/bin/python -m pip install torch==2.7.1+cu128 torchvision==0.22.1+cu128 --index-url https://download.pytorch.org/whl/cu128",
+        "envdoctor fix --pin-cuda 12.8 --torch 2.7.1 --python /home/user/venv/bin/python",
     ]
 
 
@@ -64,13 +66,14 @@ def test_pascal_on_cu130_goes_back_to_cu126_and_drops_the_cu13_wheels(envdoctor,
         facts["gpu"]["gpus"][0].update(name="NVIDIA GeForce GTX 1080", compute_capability="6.1")
 
     [finding] = judged(envdoctor, changed_report(H100, tmp_path / "r.json", pascal))["cuda.gpu-arch-unsupported"]
-    uninstall, install = commands(finding)
+    uninstall, install, planned = commands(finding)
     assert uninstall.startswith(f"{PYTHON} -m pip uninstall -y cuda-toolkit nvidia-cublas nvidia-cuda-cupti")
     assert "nvidia-cudnn-cu13" in uninstall and "nvidia-ml-py" not in uninstall
     assert install == (
         f"{PYTHON} -m pip install torch==2.11.0+cu126 torchvision==0.26.0+cu126 torchaudio==2.11.0+cu126 "
         "--index-url https://download.pytorch.org/whl/cu126"
     )
+    assert planned == f"envdoctor fix --pin-cuda 12.6 --torch 2.11.0 --python {PYTHON}"
 
 
 def test_cpu_torch_on_a_gpu_host(envdoctor, tmp_path):
@@ -81,7 +84,8 @@ def test_cpu_torch_on_a_gpu_host(envdoctor, tmp_path):
     assert finding["severity"] == "warning" and "H100" in finding["title"]
     assert commands(finding) == [
         f"{PYTHON} -m pip install torch==2.11.0+cu130 torchvision==0.26.0+cu130 torchaudio==2.11.0+cu130 "
-        "--index-url https://download.pytorch.org/whl/cu130"
+        "--index-url https://download.pytorch.org/whl/cu130",
+        f"envdoctor fix --pin-cuda 13.0 --torch 2.11.0 --python {PYTHON}",
     ]
 
 

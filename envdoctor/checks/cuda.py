@@ -8,11 +8,12 @@ Sources per row in the data files; background in the shared knowledge notes §1-
 
 from __future__ import annotations
 
+import shlex
 from typing import Any, Callable, Iterable, List, Mapping, Optional, Tuple
 
 from envdoctor.checks import check
 from envdoctor.checks.facts import variables
-from envdoctor.checks.wheels import TorchBuild, families, installer_command, torch_build
+from envdoctor.checks.wheels import TorchBuild, families, installer_command, target_python, torch_build
 from envdoctor.knowledge import arches, drivers, minor_of, torch_matrix, version_tuple, wheels
 from envdoctor.knowledge.torch_matrix import TorchRelease
 from envdoctor.model import Finding, Remedy, Severity
@@ -96,6 +97,10 @@ def reinstall_remedies(facts: Mapping[str, Any], build: TorchBuild, release: Tor
         remedies.append(Remedy(f"Remove the {old} NVIDIA wheels the new build will not use:", installer_command(facts, "uninstall", strays)))
     args = torch_matrix.install_args(release, cuda, installed_companions(facts) or ["torch"])
     remedies.append(Remedy(f"Install torch {release.torch} built for CUDA {cuda} ({why}):", installer_command(facts, "install", args)))
+    remedies.append(Remedy(
+        "Or let envdoctor plan the same change (it also removes packages pinning the old torch); add --apply to carry it out, recorded and reversible:",
+        f"envdoctor fix --pin-cuda {minor_of(cuda)} --torch {release.torch} --python {shlex.quote(target_python(facts))}",
+    ))
     return remedies
 
 
