@@ -36,14 +36,6 @@ class TorchBuild:
     hip: Optional[str]
 
     @property
-    def variant(self) -> str:
-        """ "cu130", "cpu", "rocm6.2", or "pypi-default" for an unsuffixed CUDA build from PyPI."""
-        local = self.build_version.partition("+")[2] or self.version.partition("+")[2]
-        if local:
-            return local
-        return "pypi-default" if self.cuda else "cpu"
-
-    @property
     def is_cpu(self) -> bool:
         return not self.cuda and not self.hip
 
