@@ -26,6 +26,7 @@ VariantFilter = Callable[[TorchRelease, str], bool]
 
 
 def gpus(facts: Mapping[str, Any]) -> List[dict]:
+    """The GPUs NVML or nvidia-smi reported; none where no driver answered, so no GPU check fires on a CPU box."""
     gpu = facts.get("gpu") or {}
     return list(gpu.get("gpus") or ()) if gpu.get("source") not in (None, "none") else []
 

@@ -123,11 +123,14 @@ def below_requirement(requirement: Requirement, installed: Version) -> bool:
 
 @dataclass(frozen=True)
 class PinProblem:
+    """One of torch's CUDA pins that the installed wheel does not meet."""
+
     requirement: Requirement
     installed: Optional[str]
 
     @property
     def severity(self) -> Severity:
+        """Missing or older than pinned breaks loading (error); newer than pinned usually works (warning)."""
         if self.installed is None:
             return Severity.ERROR
         version = parse_version(self.installed)
