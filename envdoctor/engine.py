@@ -14,7 +14,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Iterable, List, Mapping, Optional, Sequence, Tuple
 
-from envdoctor import __version__, redact
+from envdoctor import __version__, proc, redact
 from envdoctor.checks.registry import load_checks, select
 from envdoctor.checks.runner import run_checks
 from envdoctor.collect import CollectContext, gather
@@ -63,8 +63,8 @@ def make_safe(report: Report, environ: Mapping[str, str], redact_paths: bool) ->
 
 def probed_and_gathered(python: str, environ: Mapping[str, str], probe: Optional[ProbeOptions]) -> Tuple[Optional[dict], dict, dict]:
     """The probe ladder runs alongside the collectors: it is the long part, they mostly wait on files
-    and child processes, which is also when the check modules are imported."""
-    with ThreadPoolExecutor(max_workers=2) as pool:
+    and child processes, which is also when the check modules are imported. A Ctrl-C ends their children."""
+    with proc.children_end_on_interrupt(), ThreadPoolExecutor(max_workers=2) as pool:
         started = time.perf_counter()
         probing = pool.submit(run_probe, python, environ, probe) if probe else None
         loading = pool.submit(load_checks)

@@ -3,17 +3,23 @@
 Target scripts, the NVML query, the probe ladder and `envdoctor run` all need the same things: their
 own process group (so a timeout kills grandchildren too), a hard timeout, and an ending that is data.
 A child killed by a signal is a *result* here, never an exception of the doctor.
+
+`run_child` (output kept) and `stream_child` (output handed over line by line) wait on the child
+themselves, so a timeout or a Ctrl-C ends its group; `start_child` hands a child to callers that watch
+it while it runs and end it with `kill_group`.
 """
 
 from __future__ import annotations
 
+import errno
 import os
 import signal
 import subprocess
 import threading
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Callable, List, Mapping, Optional, Sequence
+from typing import Callable, Iterator, List, Mapping, Optional, Sequence, Set
 
 
 @dataclass(frozen=True)
@@ -68,28 +74,87 @@ def kill_group(process: subprocess.Popen) -> None:
         pass
 
 
-def spawn_piped(argv: Sequence[str], env, cwd, *, stdin, stderr=subprocess.PIPE) -> subprocess.Popen:
-    """Start `argv` as the leader of a new process group, with text pipes."""
-    return subprocess.Popen(
-        list(argv),
-        stdin=stdin,
-        stdout=subprocess.PIPE,
-        stderr=stderr,
-        env=None if env is None else dict(env),
-        cwd=cwd,
-        start_new_session=True,
-        text=True,
-        errors="replace",
-    )
+def start_child(argv: Sequence[str], *, env: Optional[Mapping[str, str]] = None, **popen) -> subprocess.Popen:
+    """Start a child as the leader of a new process group and hand it back to be read and waited on.
 
-
-def start_child(argv: Sequence[str], *, env: Optional[Mapping[str, str]] = None, **streams) -> subprocess.Popen:
-    """Start a long-running child in its own process group and hand it back to be read and waited on.
-
-    For callers that must watch a child while it runs (`envdoctor run`, samplers); `streams` are
-    Popen's stdin/stdout/stderr/cwd. End it with `kill_group`. Raises OSError when it cannot start.
+    For callers that must watch a child while it runs (`envdoctor run`, samplers); `popen` are Popen's
+    stream, cwd and text arguments. End it with `kill_group`. Raises OSError when it cannot start.
     """
-    return subprocess.Popen(list(argv), env=None if env is None else dict(env), start_new_session=True, **streams)
+    return subprocess.Popen(list(argv), env=None if env is None else dict(env), start_new_session=True, **popen)
+
+
+# The children that run_child and stream_child are waiting on, so that an interrupt can end them all.
+WAITED_ON: Set[subprocess.Popen] = set()
+WAITED_ON_LOCK = threading.RLock()  # re-entrant: the SIGINT handler may run while its own thread holds it
+INTERRUPTED = threading.Event()
+
+
+def start_waited(argv: Sequence[str], env, cwd, *, stdin, stderr) -> subprocess.Popen:
+    """`start_child` with text pipes, recorded for `end_waited_children` until `waited` lets it go.
+
+    Refuses (OSError) once the doctor has been interrupted: a thread that has not noticed yet must not
+    start the next bisection run or collector query."""
+    with WAITED_ON_LOCK:
+        if INTERRUPTED.is_set():
+            raise OSError(errno.ECANCELED, "the doctor was interrupted")
+        process = start_child(argv, env=env, cwd=cwd, stdin=stdin, stdout=subprocess.PIPE, stderr=stderr, text=True, errors="replace")
+        WAITED_ON.add(process)
+    return process
+
+
+@contextmanager
+def waited(process: subprocess.Popen) -> Iterator[None]:
+    """Wrap the wait on a child from `start_waited`: a Ctrl-C caught here ends the child's whole group
+    (it has its own session, so the terminal's SIGINT never reaches it) before the interrupt goes on."""
+    try:
+        yield
+    except KeyboardInterrupt:
+        kill_group(process)
+        process.wait()
+        raise
+    finally:
+        with WAITED_ON_LOCK:
+            WAITED_ON.discard(process)
+
+
+def end_waited_children() -> None:
+    """Kill every child that run_child or stream_child is waiting on, in any thread, and start no more."""
+    with WAITED_ON_LOCK:
+        INTERRUPTED.set()
+        for process in WAITED_ON:
+            kill_group(process)
+
+
+def interrupted() -> bool:
+    """Whether an interrupt has ended the children; their endings then say nothing about the diagnosed stack."""
+    return INTERRUPTED.is_set()
+
+
+@contextmanager
+def children_end_on_interrupt() -> Iterator[None]:
+    """Around code whose threads wait on children (the probe ladder, its bisection, the collectors):
+    Ctrl-C kills those children at once, so the threads return and the doctor can stop.
+
+    Without this, a Ctrl-C reaches only the main thread, which then waits for its worker threads, which
+    wait for children that never saw the signal: up to the probe's whole time limit, and its bisection.
+    Only the main thread can install a signal handler; elsewhere, and where SIGINT is not Python's
+    default handler (ignored, or already taken by a caller), the block runs unchanged.
+    """
+    previous = signal.getsignal(signal.SIGINT)
+    if threading.current_thread() is not threading.main_thread() or previous is not signal.default_int_handler:
+        yield
+        return
+
+    def interrupt(number: int, frame) -> None:
+        end_waited_children()
+        signal.default_int_handler(number, frame)
+
+    signal.signal(signal.SIGINT, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+        INTERRUPTED.clear()
 
 
 def run_child(
@@ -103,16 +168,17 @@ def run_child(
     """Run `argv` in its own process group and return how it ended; never raises for the child's fate."""
     started = time.monotonic()
     try:
-        process = spawn_piped(argv, env, cwd, stdin=subprocess.PIPE if input_text is not None else subprocess.DEVNULL)
+        process = start_waited(argv, env, cwd, stdin=subprocess.PIPE if input_text is not None else subprocess.DEVNULL, stderr=subprocess.PIPE)
     except OSError as error:
         return ChildResult(tuple(argv), None, "", "", 0.0, start_error=str(error))
-    try:
-        stdout, stderr = process.communicate(input_text, timeout=timeout)
-        timed_out = False
-    except subprocess.TimeoutExpired:
-        kill_group(process)
-        stdout, stderr = process.communicate()
-        timed_out = True
+    with waited(process):
+        try:
+            stdout, stderr = process.communicate(input_text, timeout=timeout)
+            timed_out = False
+        except subprocess.TimeoutExpired:
+            kill_group(process)
+            stdout, stderr = process.communicate()
+            timed_out = True
     return ChildResult(
         argv=tuple(argv),
         returncode=process.returncode,
@@ -133,11 +199,11 @@ def stream_child(
 ) -> ChildResult:
     """Run `argv` like `run_child`, handing each line of its output (stderr merged) to `on_line` as it comes.
 
-    For long installer runs the user should see progress, and the result still keeps the whole output.
+    For long installer runs and the probe ladder the user should see progress, and the result still keeps the whole output.
     """
     started = time.monotonic()
     try:
-        process = spawn_piped(argv, env, cwd, stdin=subprocess.DEVNULL, stderr=subprocess.STDOUT)
+        process = start_waited(argv, env, cwd, stdin=subprocess.DEVNULL, stderr=subprocess.STDOUT)
     except OSError as error:
         return ChildResult(tuple(argv), None, "", "", 0.0, start_error=str(error))
     lines: List[str] = []
@@ -149,17 +215,13 @@ def stream_child(
 
     reader = threading.Thread(target=pump, daemon=True)
     reader.start()
-    try:
-        process.wait(timeout=timeout)
-        timed_out = False
-    except subprocess.TimeoutExpired:
-        kill_group(process)
-        process.wait()
-        timed_out = True
-    except KeyboardInterrupt:
-        # The child has its own session, so Ctrl-C reaches only the doctor: end the child before giving up on it.
-        kill_group(process)
-        process.wait()
-        raise
+    with waited(process):
+        try:
+            process.wait(timeout=timeout)
+            timed_out = False
+        except subprocess.TimeoutExpired:
+            kill_group(process)
+            process.wait()
+            timed_out = True
     reader.join()
     return ChildResult(tuple(argv), process.returncode, "".join(lines), "", time.monotonic() - started, timed_out=timed_out)

@@ -10,10 +10,13 @@ from __future__ import annotations
 
 import json
 import os
+import signal
+import subprocess
 import sys
 import textwrap
 from pathlib import Path
 
+import psutil
 import pytest
 
 from envdoctor import engine
@@ -151,6 +154,32 @@ def test_deadlock_is_a_hang_with_the_waiting_frame(tmp_path):
     hang = next(f for f in finding_ids(probe) if f.id == "probe.hang")
     assert "import numpy" in hang.title
     assert hang.evidence["waiting_in"][0].endswith("planted_payload.py:4 in <module>")
+
+
+def read_until(stream, text: str) -> str:
+    """What the doctor writes to `stream` until `text` has appeared (its progress lines end later)."""
+    seen = b""
+    while text.encode() not in seen:
+        chunk = os.read(stream.fileno(), 4096)
+        assert chunk, seen.decode()
+        seen += chunk
+    return seen.decode()
+
+
+def test_ctrl_c_during_a_hung_stage_ends_the_ladder_and_skips_bisection(tmp_path):
+    """The ladder has its own session, so the terminal's SIGINT reaches only the doctor, whose
+    threads wait on the ladder: the interrupt must end the ladder's group, not wait for its limit."""
+    environ = {**plant(tmp_path / "plant", "numpy", DEADLOCK), "NO_COLOR": "1"}
+    doctor = subprocess.Popen([sys.executable, "-m", "envdoctor", "check", "--only", "probe", "--no-save", "--probe-timeout", "120"], env=environ, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    progress = read_until(doctor.stderr, "probe: import numpy … ")
+    ladder = [p for p in psutil.Process(doctor.pid).children() if p.cmdline()[:3] == [sys.executable, "-X", "faulthandler"]]
+    assert len(ladder) == 1, progress
+    doctor.send_signal(signal.SIGINT)
+    _, rest = doctor.communicate(timeout=300)
+    stderr = progress + rest.decode()
+    assert "hung" not in stderr and "bisecting" not in stderr, stderr  # the stage never reached its 60 s limit
+    assert "Traceback" not in stderr and doctor.returncode not in (0, 1), stderr
+    assert not ladder[0].is_running()
 
 
 def test_exception_is_classified_with_type_message_and_innermost_frame(tmp_path):
