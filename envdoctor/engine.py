@@ -23,6 +23,9 @@ from envdoctor.model import SCHEMA_VERSION, CheckRun, Finding, Remedy, Report, S
 from envdoctor.probe import ProbeOptions, run_probe
 
 
+REPORT_SIZE_LIMIT = 64 * 2**20  # a real report is tens of kilobytes; /dev/zero must not be read forever
+
+
 @dataclass(frozen=True)
 class Selection:
     """Which checks to run: ids or whole domains (`--only threads`, `--skip wsl.kernel`)."""
@@ -138,9 +141,14 @@ def read_report(path: Path) -> Report:
     from envdoctor.schema import validate  # jsonschema is only needed when reading reports
 
     try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
+        with open(path, "rb") as stream:
+            raw = stream.read(REPORT_SIZE_LIMIT + 1)
     except OSError as error:
         raise ReportReadError(f"cannot read {path}: {error.strerror or error}") from None
+    if len(raw) > REPORT_SIZE_LIMIT:
+        raise ReportReadError(f"{path} is larger than {REPORT_SIZE_LIMIT // 2**20} MiB, far beyond any envdoctor report")
+    try:
+        data = json.loads(raw.decode("utf-8"))
     except ValueError as error:
         raise ReportReadError(f"{path} is not JSON: {error}") from None
     validate(data, source=str(path))
