@@ -10,58 +10,21 @@ from __future__ import annotations
 import re
 from typing import List, Optional
 
-FATAL = re.compile(r"^Fatal Python error: (.+)$", re.MULTILINE)
-THREAD = re.compile(r"^(Current thread|Thread) (0x[0-9a-fA-F]+)(?: \[([^\]]*)\])? \(most recent call first\):\s*$")
-SINGLE = re.compile(r"^(?:Current thread's|)Stack \(most recent call first\):\s*$")
-FRAME = re.compile(r'^\s+File "(.*)", line (\d+|\?\?\?) in (.+)$')
+from envdoctor.probe import tracebacks
+
 # The standard library (not site-packages): frames there are plumbing, not what a thread is "for".
 STDLIB = re.compile(r"([/\\]python3?\.?\d*[/\\](?!site-packages|dist-packages)|^<frozen )")
 
 
-def last_dump(text: str) -> str:
-    """The text from the last "Fatal Python error" on; with none, from the first thread header.
-
-    Dumps of worker processes that died earlier may precede it; the last one is the command's own."""
-    fatal = list(FATAL.finditer(text))
-    if fatal:
-        return text[fatal[-1].start():]
-    lines = text.splitlines(keepends=True)
-    for index, line in enumerate(lines):
-        if THREAD.match(line.rstrip("\n")) or SINGLE.match(line.rstrip("\n")):
-            return "".join(lines[index:])
-    return ""
-
-
 def parse(text: str) -> Optional[dict]:
-    """The last faulthandler dump in `text`: the fatal error and each thread's frames, innermost first."""
-    dump = last_dump(text)
+    """The last faulthandler dump in `text` (dumps of workers that died earlier may precede the
+    command's own): the fatal error and each thread's frames, innermost first, and what it runs."""
+    dump = tracebacks.parse(text)
     if not dump:
         return None
-    fatal = FATAL.match(dump)
-    threads: List[dict] = []
-    for line in dump.splitlines():
-        header, single = THREAD.match(line), SINGLE.match(line)
-        frame = FRAME.match(line)
-        if header or single:
-            threads.append({
-                "id": header.group(2).lower() if header else None,
-                "current": bool(single) or header.group(1) == "Current thread",
-                "frames": [],
-                "truncated": False,
-            })
-        elif frame and threads:
-            threads[-1]["frames"].append({"file": frame.group(1), "line": to_int(frame.group(2)), "function": frame.group(3).strip()})
-        elif line.strip() == "..." and threads:
-            threads[-1]["truncated"] = True
-        elif threads and not line.startswith((" ", "\t")) and line.strip():
-            break  # "Extension modules: ..." or the next program's output: the dump is over
-    for thread in threads:
+    for thread in dump["threads"]:
         thread.update(describe(thread["frames"]))
-    return {"fatal_error": fatal.group(1).strip() if fatal else None, "threads": threads}
-
-
-def to_int(value: str) -> Optional[int]:
-    return int(value) if value.isdigit() else None
+    return dump
 
 
 def describe(frames: List[dict]) -> dict:

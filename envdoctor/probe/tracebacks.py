@@ -13,18 +13,29 @@ from typing import List, Optional
 
 FATAL = re.compile(r"^Fatal Python error: (?P<error>.*)$")
 TIMEOUT = re.compile(r"^Timeout \((?P<after>[0-9:.]+)\)!$")
-THREAD = re.compile(r"^(?P<current>Current thread|Thread) (?P<id>0x[0-9a-fA-F]+)(?: \[(?P<name>[^\]]*)\])? \(most recent call first\):$")
+THREAD = re.compile(r"^(?P<current>Current thread|Thread) (?P<id>0x[0-9a-fA-F]+)(?: \[(?P<name>[^\]]*)\])? \(most recent call first\):\s*$")
+SINGLE = re.compile(r"^Stack \(most recent call first\):\s*$")  # a dump of the current thread alone
 FRAME = re.compile(r'^\s+File "(?P<file>.*)", line (?P<line>\d+|\?\?\?) in (?P<function>.*)$')
 
 
 def frame(match: re.Match) -> dict:
     line = match.group("line")
-    return {"file": match.group("file"), "line": int(line) if line.isdigit() else None, "function": match.group("function")}
+    return {"file": match.group("file"), "line": int(line) if line.isdigit() else None, "function": match.group("function").strip()}
+
+
+def thread_header(line: str) -> Optional[dict]:
+    """A new thread's record when `line` opens one; a lone-thread dump's stack is the current thread's."""
+    match = THREAD.match(line)
+    if match:
+        return {"id": match.group("id").lower(), "name": match.group("name"), "current": match.group("current") == "Current thread", "frames": [], "truncated": False}
+    if SINGLE.match(line):
+        return {"id": None, "name": None, "current": True, "frames": [], "truncated": False}
+    return None
 
 
 def parse(text: str) -> Optional[dict]:
     """The last faulthandler dump in `text` as {fatal_error, timeout_after, threads[{id, name, current,
-    frames[{file, line, function}]}]}, innermost frame first; None when there is no dump."""
+    truncated, frames[{file, line, function}]}]}, innermost frame first; None when there is no dump."""
     dump: Optional[dict] = None
     thread: Optional[dict] = None
     for line in text.splitlines():
@@ -33,17 +44,21 @@ def parse(text: str) -> Optional[dict]:
             dump = {"fatal_error": header.groupdict().get("error"), "timeout_after": header.groupdict().get("after"), "threads": []}
             thread = None
             continue
-        match = THREAD.match(line)
-        if match:
+        opened = thread_header(line)
+        if opened:
             if dump is None:  # faulthandler.dump_traceback() output without a header
                 dump = {"fatal_error": None, "timeout_after": None, "threads": []}
-            thread = {"id": match.group("id"), "name": match.group("name"), "current": match.group("current") == "Current thread", "frames": []}
+            thread = opened
             dump["threads"].append(thread)
             continue
+        if thread is None:
+            continue
         match = FRAME.match(line)
-        if match and thread is not None:
+        if match:
             thread["frames"].append(frame(match))
-        elif thread is not None and not line.strip().startswith("<"):
+        elif line.strip() == "...":
+            thread["truncated"] = True  # faulthandler stops after 100 frames
+        elif not line.strip().startswith("<"):
             thread = None  # the thread's block ended (e.g. "Extension modules: ...")
     return dump
 
