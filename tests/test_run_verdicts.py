@@ -91,6 +91,23 @@ def test_the_picture_is_a_png_of_the_drawn_size():
     assert (width, height) == (300, 200) and len(zlib.decompress(idat)) == 200 * (1 + 3 * 300)
 
 
+def plotted_colors(png: bytes, width: int, below: int) -> set:
+    """The RGB colours of the pixels under the legend row (`below` pixels from the top)."""
+    idat = png[png.index(b"IDAT") + 4 : png.index(b"IEND") - 8]
+    rows = zlib.decompress(idat)
+    stride = 1 + 3 * width
+    colors = set()
+    for y in range(below, len(rows) // stride):
+        row = rows[y * stride + 1 : (y + 1) * stride]
+        colors.update(tuple(row[x : x + 3]) for x in range(0, len(row), 3))
+    return colors
+
+
+def test_the_picture_draws_each_series_even_from_a_single_sample():
+    colors = plotted_colors(chart.picture(recorded_run(), width=300, height=200), 300, below=30)
+    assert chart.COLORS[0] in colors  # RSS: one sample and no limit line, so only its point can put its colour there
+
+
 def test_text_chart_scales_each_series_to_its_limit():
     lines = chart.text_chart(recorded_run(), width=10)
     assert lines[1].startswith("GPU0 ") and lines[1].endswith("peak 79.0 GiB of 80.0 GiB")

@@ -99,8 +99,7 @@ def picture(run: dict, width: int = 720, height: int = 320) -> Optional[bytes]:
         previous = None
         for t, value in points:
             here = (x_of(t), y_of(value))
-            if previous:
-                canvas.line(*previous, *here, color)
+            canvas.line(*(previous or here), *here, color)  # a lone first sample still shows, as a dot
             previous = here
         if limit:
             canvas.line(left, y_of(limit), left + plot_w, y_of(limit), LIMIT_COLOR if label == "RSS" else color, width=1, dash=6)
