@@ -2,8 +2,10 @@
 
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 
 import jsonschema
 import pytest
@@ -181,3 +183,14 @@ def test_python_dash_m_and_console_script_agree(envdoctor):
     version = subprocess.run([script, "--version"], capture_output=True, text=True).stdout
     assert version == envdoctor("--version").stdout
     assert "envdoctor, version" in version
+
+
+def test_ctrl_c_exits_130_without_a_traceback(tmp_path):
+    """A real SIGINT to a running `check` (the ladder is slow enough to be caught in)."""
+    process = subprocess.Popen([sys.executable, "-m", "envdoctor", "check", "--no-save"], cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(2.0)
+    process.send_signal(signal.SIGINT)
+    _, stderr = process.communicate(timeout=60)
+    assert process.returncode == 130
+    assert "Interrupted." in stderr
+    assert "Traceback" not in stderr

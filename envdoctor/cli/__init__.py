@@ -16,6 +16,7 @@ from envdoctor import __version__
 from envdoctor.errors import EnvdoctorError
 
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE, EXIT_BUG = 0, 1, 2, 3
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, as a shell reports it
 
 
 COMMANDS = {
@@ -54,9 +55,11 @@ def cli() -> None:
 def main(argv=None) -> None:
     try:
         code = cli.main(args=argv, prog_name="envdoctor", standalone_mode=False)
-    except click.exceptions.Abort:
-        click.echo("Aborted.", err=True)
-        code = EXIT_USAGE
+    except click.exceptions.Abort as error:
+        # click turns Ctrl-C (and end of input at a prompt) into Abort when it does not exit itself
+        interrupted = isinstance(error.__cause__, KeyboardInterrupt)
+        click.echo("Interrupted." if interrupted else "Aborted: no answer on standard input.", err=True)
+        code = EXIT_INTERRUPTED if interrupted else EXIT_USAGE
     except click.ClickException as error:
         error.show()
         code = EXIT_USAGE
@@ -65,7 +68,7 @@ def main(argv=None) -> None:
         code = EXIT_USAGE
     except KeyboardInterrupt:
         click.echo("Interrupted.", err=True)
-        code = 130
+        code = EXIT_INTERRUPTED
     except Exception:
         click.echo("envdoctor: internal error (a bug in envdoctor; please report it with this traceback):", err=True)
         click.echo(traceback.format_exc(), err=True)
