@@ -11,7 +11,3 @@ class UsageError(EnvdoctorError):
 
 class ReportReadError(EnvdoctorError):
     """A recorded report could not be read or does not match a schema this version understands."""
-
-
-class TargetError(EnvdoctorError):
-    """The interpreter to diagnose could not be started or answered with something unreadable."""

@@ -149,9 +149,6 @@ class Report:
     schema_version: str = SCHEMA_VERSION
     run: Optional[Mapping[str, Any]] = None
 
-    def worst(self) -> Severity:
-        return max((f.severity for f in self.findings), default=Severity.OK, key=lambda s: s.rank)
-
     def to_json(self) -> dict:
         data = {
             "schema_version": self.schema_version,

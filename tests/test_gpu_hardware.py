@@ -7,7 +7,6 @@ import subprocess
 
 import pytest
 
-from conftest import findings_by_id
 
 pytestmark = pytest.mark.gpu
 NVIDIA_SMI_FIELDS = "driver_version,name,compute_cap,memory.total"

@@ -13,11 +13,9 @@ import os
 import signal
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
 
 import psutil
-import pytest
 
 from envdoctor import engine
 from envdoctor.probe import ProbeOptions, run_probe

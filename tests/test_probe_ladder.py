@@ -8,7 +8,6 @@ import ast
 import json
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest

@@ -16,10 +16,6 @@ from envdoctor.sb3.schedules import SCHEDULE_KEYS
 SANITIZE_BLOCKERS = ("code", "dangerous", "corrupt")
 
 
-def algorithm_name(model: Mapping[str, Any]) -> str:
-    return (model.get("algorithm") or {}).get("name") or "PPO"
-
-
 def load_call(model: Mapping[str, Any]) -> str:
     """`from sb3_contrib import MaskablePPO; model = MaskablePPO.load("m.zip", custom_objects={...})`."""
     algorithm = model.get("algorithm") or {"module": "stable_baselines3", "name": "PPO"}

@@ -83,10 +83,6 @@ class Trace:
     opcodes: int
 
 
-class _Mark:
-    pass
-
-
 CONSTANT_OPS = {
     "INT", "BININT", "BININT1", "BININT2", "LONG", "LONG1", "LONG4", "FLOAT", "BINFLOAT",
     "STRING", "BINSTRING", "SHORT_BINSTRING", "UNICODE", "SHORT_BINUNICODE", "BINUNICODE", "BINUNICODE8",
