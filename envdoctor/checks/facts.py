@@ -2,14 +2,10 @@
 
 from __future__ import annotations
 
-import re
 from typing import Any, Mapping, Optional
 
+from packaging.utils import canonicalize_name as normalize
 from packaging.version import InvalidVersion, Version
-
-
-def normalize(name: str) -> str:
-    return re.sub(r"[-_.]+", "-", name).lower()
 
 
 def distributions(facts: Mapping[str, Any]) -> dict:

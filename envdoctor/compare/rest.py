@@ -8,10 +8,9 @@ from __future__ import annotations
 
 from typing import Any, Callable, Iterable, List, Mapping, Optional, Tuple
 
-from envdoctor.checks.facts import normalize
 from envdoctor.compare.aspects import PACKAGES_READ, VARIABLES_READ
 from envdoctor.compare.model import Change
-from envdoctor.compare.readers import Facts, Unrecorded, section
+from envdoctor.compare.readers import Facts, Unrecorded, distribution_versions, section
 
 
 def gib(n_bytes: Any) -> Optional[str]:
@@ -62,7 +61,7 @@ def changes(group: str, a: Mapping[str, Optional[str]], b: Mapping[str, Optional
 
 def packages(facts: Facts) -> Mapping[str, str]:
     target = recorded(facts, "target") or {}
-    found = {normalize(d["name"]): d.get("version", "") for d in target.get("distributions", ())}
+    found = distribution_versions(target)
     return {name: found[name] for name in sorted(found) if name not in PACKAGES_READ}
 
 

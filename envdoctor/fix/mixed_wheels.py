@@ -12,7 +12,8 @@ from typing import Any, Mapping
 
 from envdoctor.fix.installer import Installer
 from envdoctor.fix.plan import Expectation, Plan, Step, StepKind, StepStatus
-from envdoctor.fix.requires import families_installed, families_needed, installed, target
+from envdoctor.checks.facts import distributions
+from envdoctor.fix.requires import families_installed, families_needed, target
 from envdoctor.fix.verify import import_torch_argv
 from envdoctor.knowledge.wheels import torch_family
 
@@ -50,7 +51,7 @@ def plan_mixed_wheels(facts: Mapping[str, Any], installer: Installer) -> Plan:
             f"{torch_desc} and the other installed packages need {kept}; the {', '.join(drop)} libraries would only be mixed in",
             argv=installer.uninstall(names),
         )
-    has_torch = "torch" in installed(facts)
+    has_torch = "torch" in distributions(facts)
     verify = Step(
         StepKind.VERIFY,
         "Check that torch still imports",

@@ -11,10 +11,10 @@ from __future__ import annotations
 from pathlib import PurePath
 from typing import Any, Mapping, Optional, Sequence, Tuple
 
-from envdoctor.checks.facts import normalize
+from envdoctor.checks.facts import distributions, normalize
 from envdoctor.fix.plan import Expectation, Plan, Step, StepKind, StepStatus
 from envdoctor.checks.wheels import marker_environment
-from envdoctor.fix.requires import installed, requirements, target
+from envdoctor.fix.requires import requirements, target
 from envdoctor.fix.verify import import_torch_argv
 from envdoctor.knowledge import version_tuple
 from envdoctor.knowledge.torch_matrix import TorchRelease, index_url, install_args, releases, variant_tag
@@ -26,7 +26,7 @@ TORCH_PACKAGES = {"torch", "torchvision", "torchaudio", "triton"}
 
 def top_level(facts: Mapping[str, Any]) -> Tuple[str, ...]:
     """Installed distributions nothing else requires, less torch, NVIDIA wheels and packaging tools."""
-    dists, environment = installed(facts), marker_environment(facts)
+    dists, environment = distributions(facts), marker_environment(facts)
     required = {normalize(r.name) for d in dists.values() for r in requirements(d, environment, with_extras=True)}
     return tuple(
         dists[name]["name"]

@@ -18,7 +18,8 @@ from envdoctor.errors import UsageError
 from envdoctor.fix.installer import Installer
 from envdoctor.fix.new_env import choose, plan_new_environment
 from envdoctor.fix.plan import Expectation, Plan, Step, StepKind, StepStatus
-from envdoctor.fix.requires import families_installed, families_needed, installed, pinning_other_torch, python_minor, target
+from envdoctor.checks.facts import distributions
+from envdoctor.fix.requires import families_installed, families_needed, pinning_other_torch, python_minor, target
 from envdoctor.fix.verify import import_torch_argv
 from envdoctor.knowledge import arches, drivers
 from envdoctor.knowledge.torch_matrix import TorchRelease, find, install_args, releases, variant_tag
@@ -114,13 +115,13 @@ def choose_release(facts: Mapping[str, Any], request: Request, named: Optional[T
 
 def packages_for(facts: Mapping[str, Any], release: TorchRelease, request: Request) -> Tuple[List[str], List[str]]:
     """torch plus the companions that are installed or asked for, and those the release has no version of."""
-    present = installed(facts)
+    present = distributions(facts)
     wanted = [n for n in COMPANIONS if n in present or n in request.with_packages]
     return ["torch", *(n for n in wanted if release.companion(n))], [n for n in wanted if not release.companion(n)]
 
 
 def keep_step(facts: Mapping[str, Any], name: str, release: TorchRelease) -> Step:
-    version = installed(facts).get(name, {}).get("version", "(not installed)")
+    version = distributions(facts).get(name, {}).get("version", "(not installed)")
     return Step(StepKind.INSTALL, f"Keep {name} {version}", f"no {name} was released for torch {release.torch}; it does not pin torch", StepStatus.SKIPPED)
 
 
@@ -133,7 +134,7 @@ def uninstall_step(installer: Installer, names: Sequence[str], summary: str, rea
 def install_step(facts: Mapping[str, Any], installer: Installer, release: TorchRelease, cuda: str, packages: Sequence[str], why: str) -> Step:
     args = install_args(release, cuda, packages)
     pins = [a for a in args if "==" in a]
-    present = installed(facts)
+    present = distributions(facts)
     if all(present.get(pin.split("==")[0], {}).get("version") == pin.split("==")[1] for pin in pins):
         return Step(StepKind.INSTALL, f"Install {' '.join(pins)}", "already installed at exactly these versions", StepStatus.SKIPPED)
     return Step(StepKind.INSTALL, f"Install {' '.join(pins)}", why, argv=installer.install(args))
@@ -178,7 +179,7 @@ def plan_new_environment_for(facts: Mapping[str, Any], request: Request, named: 
     """No build for the asked CUDA fits the target's Python: plan a separate environment instead."""
     release, python = choose(facts, request.cuda, named)
     refusal, notes = hardware_verdict(facts, release, request)
-    packages = ["torch", *(n for n in COMPANIONS if n in installed(facts) or n in request.with_packages)]
+    packages = ["torch", *(n for n in COMPANIONS if n in distributions(facts) or n in request.with_packages)]
     tag, minor = variant_tag(request.cuda), python_minor(facts)
     no_fit = f"no torch build for CUDA {request.cuda} supports Python {minor} (torch {release.torch} {tag} wheels need Python {release.python[0]}–{release.python[-1]})"
     plan = plan_new_environment(facts, release, python, request.cuda, packages, no_fit, notes)

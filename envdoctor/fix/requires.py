@@ -13,7 +13,7 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import SpecifierSet
 from packaging.version import InvalidVersion, Version
 
-from envdoctor.checks.facts import normalize
+from envdoctor.checks.facts import distributions, normalize
 from envdoctor.checks.wheels import marker_environment
 from envdoctor.knowledge.wheels import cuda_family
 
@@ -25,11 +25,6 @@ def target(facts: Mapping[str, Any]) -> Mapping[str, Any]:
 def python_minor(facts: Mapping[str, Any]) -> str:
     major, minor = target(facts).get("python", {}).get("version_info", [0, 0])[:2]
     return f"{major}.{minor}"
-
-
-def installed(facts: Mapping[str, Any]) -> Dict[str, Mapping[str, Any]]:
-    """Installed distributions by normalized name."""
-    return {normalize(d["name"]): d for d in target(facts).get("distributions", ())}
 
 
 def requirements(dist: Mapping[str, Any], environment: Mapping[str, str], with_extras: bool) -> List[Requirement]:
@@ -50,7 +45,7 @@ def families_needed(facts: Mapping[str, Any], excluding: Iterable[str] = ()) -> 
     """CUDA family -> the (non-NVIDIA) distributions that require a wheel of it."""
     environment, skip = marker_environment(facts), {normalize(n) for n in excluding}
     needed: Dict[str, List[str]] = {}
-    for name, dist in installed(facts).items():
+    for name, dist in distributions(facts).items():
         if name in skip or cuda_family(name):
             continue
         for requirement in requirements(dist, environment, with_extras=True):
@@ -63,7 +58,7 @@ def families_needed(facts: Mapping[str, Any], excluding: Iterable[str] = ()) -> 
 def families_installed(facts: Mapping[str, Any]) -> Dict[str, Tuple[str, ...]]:
     """CUDA family -> the installed NVIDIA wheels of it."""
     found: Dict[str, List[str]] = {}
-    for name, dist in installed(facts).items():
+    for name, dist in distributions(facts).items():
         family = cuda_family(name, dist.get("version"))
         if family:
             found.setdefault(family, []).append(name)
@@ -86,7 +81,7 @@ def pinning_other_torch(facts: Mapping[str, Any], torch_version: str, replaced: 
     except InvalidVersion:
         return {}
     found = {}
-    for name, dist in installed(facts).items():
+    for name, dist in distributions(facts).items():
         specifier = None if name in skip else torch_pin(dist, environment)
         if specifier is not None and not specifier.contains(version, prereleases=True):
             found[name] = f"torch{specifier}"

@@ -13,15 +13,13 @@ import re
 from functools import lru_cache
 from typing import Dict, Optional, Tuple
 
+from packaging.utils import canonicalize_name as normalize
+
 from envdoctor.knowledge import rows, words
 
 SUFFIX = re.compile(r"^(nvidia-.+)-cu(\d+)$")
 TOOLKIT_META = "cuda-toolkit"
 UNSUFFIXED_FAMILY = "cu13"
-
-
-def normalize(name: str) -> str:
-    return re.sub(r"[-_.]+", "-", name).lower()
 
 
 @lru_cache(maxsize=None)
