@@ -11,6 +11,7 @@ from envdoctor import engine
 from envdoctor.checks.registry import load_checks, select
 from envdoctor.cli import EXIT_FINDINGS, EXIT_OK
 from envdoctor.cli.options import emit, output_options, resolve_python
+from envdoctor.cli.params import DAY_S, Seconds
 from envdoctor.errors import UsageError
 from envdoctor.model import Severity
 from envdoctor.probe import ProbeOptions
@@ -62,7 +63,7 @@ def probe_options(timeout: float) -> ProbeOptions:
 @click.option("--from", "from_report", metavar="REPORT.json", help="Judge the facts recorded in a report instead of this machine.")
 @click.option("--no-redact", is_flag=True, help="Keep home-directory paths (secrets are always redacted).")
 @click.option("--no-probe", is_flag=True, help="Do not run the probe ladder (numpy → torch → CUDA → MaskablePPO in a child).")
-@click.option("--probe-timeout", type=click.FloatRange(min=1), default=DEFAULT_TIMEOUT_S, show_default=True, metavar="SECONDS", help="Time limit for the probe ladder.")
+@click.option("--probe-timeout", type=Seconds(1, DAY_S), default=DEFAULT_TIMEOUT_S, show_default=True, metavar="SECONDS", help="Time limit for the probe ladder.")
 @click.option("--model", "models", multiple=True, metavar="MODEL.zip", help="Also inspect this SB3 model file statically (repeatable).")
 @click.option("-v", "--verbose", is_flag=True, help="Show passing checks, evidence and timings.")
 def check(python, json_out, markdown_out, report_dir, no_save, fail_on, only, skip, from_report, no_redact, no_probe, probe_timeout, models, verbose) -> int:

@@ -9,6 +9,7 @@ import click
 
 from envdoctor.cli import EXIT_FINDINGS, EXIT_OK
 from envdoctor.cli.options import emit, output_options
+from envdoctor.cli.params import DAY_S, Seconds
 from envdoctor.errors import UsageError
 from envdoctor.fleet import render
 from envdoctor.fleet.aggregate import aggregate
@@ -26,7 +27,7 @@ def default_report_dir() -> Path:
 @click.option("--reports", "reports_dir", metavar="DIR", type=click.Path(path_type=Path), help="Aggregate the *.json reports in DIR instead (Slurm, Kubernetes, ...).")
 @click.option("--python", "python", metavar="PATH", help="Interpreter to diagnose on every node [default: the one running Ray's workers].")
 @click.option("--no-probe", is_flag=True, help="Do not run the probe ladder on the nodes.")
-@click.option("--timeout", type=click.FloatRange(min=1), default=300, show_default=True, help="Seconds each node's check may take.")
+@click.option("--timeout", type=Seconds(1, DAY_S), default=300, show_default=True, help="Seconds each node's check may take.")
 @click.option("--report-dir", type=click.Path(file_okay=False, path_type=Path), help="Where to save the nodes' reports [default: ./reports/fleet-STAMP].")
 @output_options
 @click.option("-v", "--verbose", is_flag=True, help="Explain every deviation.")
