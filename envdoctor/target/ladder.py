@@ -226,12 +226,21 @@ def masked_env():
     return MaskedEnv()
 
 
+def silent_logger():
+    """A logger that writes nowhere: SB3's default one makes a tempdir/SB3-<time> folder at learn()
+    that nobody removes, and the probe leaves nothing behind."""
+    from stable_baselines3.common.logger import Logger
+
+    return Logger(folder=None, output_formats=[])
+
+
 def stage_maskable_ppo(ctx):
     from sb3_contrib import MaskablePPO
 
     device = "cuda" if ctx["passed"].get("cuda_matmul") else "cpu"
     env = masked_env()
     model = MaskablePPO("MlpPolicy", env, n_steps=64, batch_size=32, n_epochs=1, seed=0, device=device, verbose=0)
+    model.set_logger(silent_logger())
     observation, _ = env.reset(seed=0)
     action, _ = model.predict(observation, action_masks=env.action_masks(), deterministic=True)
     if int(action) == 2:
