@@ -1,25 +1,47 @@
 """The one thin runner every child process goes through.
 
 Target scripts, the NVML query, the probe ladder and `envdoctor run` all need the same things: their
-own process group (so a timeout kills grandchildren too), a hard timeout, and an ending that is data.
-A child killed by a signal is a *result* here, never an exception of the doctor.
+own session (so a timeout or a forwarded signal reaches their whole process group), a hard time limit
+that nothing the child leaves behind can stretch, an ending that is data, and no survivors: a child
+dies with the doctor (even a SIGKILLed one), and what it started is found and ended with it. A child
+killed by a signal is a *result* here, never an exception of the doctor.
+
+Every child carries a marker variable that its descendants inherit, so those that leave its process
+group (`setsid`, a daemon's double fork) are still found, by the marker in /proc/PID/environ.
 
 `run_child` (output kept) and `stream_child` (output handed over line by line) wait on the child
-themselves, so a timeout or a Ctrl-C ends its group; `start_child` hands a child to callers that watch
-it while it runs and end it with `kill_group`.
+themselves, so a timeout or a Ctrl-C ends its family; `start_child` hands a child to callers that
+watch it while it runs and end it with `kill_family`.
 """
 
 from __future__ import annotations
 
+import ctypes
 import errno
 import os
+import selectors
 import signal
 import subprocess
+import sys
 import threading
 import time
+import uuid
 from contextlib import contextmanager
-from dataclasses import dataclass
-from typing import Callable, Iterator, List, Mapping, Optional, Sequence, Set
+from dataclasses import dataclass, replace
+from typing import Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Set
+
+import psutil
+
+MARKER_VARIABLE = "ENVDOCTOR_CHILD"
+# After the child has ended, how long output may still arrive from descendants that share its pipes.
+DRAIN_S = 1.0
+POLL_S = 0.1  # how often a wait with quiet pipes looks whether the child has ended
+CHUNK = 65536
+KILL_ROUNDS = 5  # a family that forks while it is being killed is looked for again
+REAP_S = 5.0  # a SIGKILLed child stuck in the kernel (a hung driver call) is not waited on longer
+PR_SET_PDEATHSIG = 1
+
+Sink = Callable[[bytes], None]
 
 
 @dataclass(frozen=True)
@@ -66,63 +88,271 @@ class ChildResult:
         return f"exited with {self.returncode}"
 
 
-def kill_group(process: subprocess.Popen) -> None:
-    """Kill the child's whole process group; it may already be gone."""
+class Child(subprocess.Popen):
+    """A child process and the marker its descendants inherit."""
+
+    def __init__(self, argv: List[str], marker: str, **popen):
+        self.marker = marker
+        super().__init__(argv, **popen)
+
+
+def load_prctl():
+    """libc's prctl, on Linux; elsewhere there is no parent-death signal to ask for."""
+    if not sys.platform.startswith("linux"):
+        return None
     try:
-        os.killpg(process.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+    prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong]
+    return prctl
 
 
-def start_child(argv: Sequence[str], *, env: Optional[Mapping[str, str]] = None, **popen) -> subprocess.Popen:
-    """Start a child as the leader of a new process group and hand it back to be read and waited on.
+PRCTL = load_prctl()
+
+
+def die_with_doctor() -> Optional[Callable[[], None]]:
+    """A preexec function: the kernel SIGKILLs the child when the doctor dies, even by SIGKILL,
+    so no command or probe outlives it. A doctor already gone when the child asks ends the child."""
+    if PRCTL is None:
+        return None
+    prctl, doctor = PRCTL, os.getpid()
+
+    def arm() -> None:
+        prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        if os.getppid() != doctor:
+            os.kill(os.getpid(), signal.SIGKILL)
+
+    return arm
+
+
+def start_child(argv: Sequence[str], *, env: Optional[Mapping[str, str]] = None, **popen) -> Child:
+    """Start a child as the leader of a new session, dying with the doctor, and hand it back to be read
+    and waited on.
 
     For callers that must watch a child while it runs (`envdoctor run`, samplers); `popen` are Popen's
-    stream, cwd and text arguments. End it with `kill_group`. Raises OSError when it cannot start.
+    stream, cwd and text arguments. End it with `kill_family`. Raises OSError when it cannot start.
     """
-    return subprocess.Popen(list(argv), env=None if env is None else dict(env), start_new_session=True, **popen)
+    marker = uuid.uuid4().hex
+    environment = {**(os.environ if env is None else env), MARKER_VARIABLE: marker}
+    return Child(list(argv), marker, env=environment, start_new_session=True, preexec_fn=die_with_doctor(), **popen)
+
+
+def marked(marker: str) -> List[int]:
+    """The processes whose environment carries `marker`, wherever they now hang in the process tree."""
+    needle = f"{MARKER_VARIABLE}={marker}\0".encode()
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        return []
+    pids = []
+    for name in names:
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/environ", "rb") as stream:
+                if needle in stream.read():
+                    pids.append(int(name))
+        except OSError:
+            continue
+    return pids
+
+
+def alive(process: psutil.Process) -> bool:
+    """Running or stopped; a zombie has ended (its parent, maybe a non-reaping init, just has not waited)."""
+    try:
+        return process.status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
+
+
+def family(child: Child) -> List[psutil.Process]:
+    """The child (while it lives) and every live descendant: those still under it, and those that
+    carry its marker after leaving it, with everything under them."""
+    found: Dict[int, psutil.Process] = {}
+    for pid in [child.pid] + marked(child.marker):
+        try:
+            root = psutil.Process(pid)
+            for member in [root] + root.children(recursive=True):
+                found.setdefault(member.pid, member)
+        except psutil.Error:
+            continue
+    return [process for process in found.values() if alive(process)]
+
+
+def descendants(child: Child) -> List[psutil.Process]:
+    """The child's live family without the child itself."""
+    return [process for process in family(child) if process.pid != child.pid]
+
+
+def signal_family(child: Child, number: int) -> int:
+    """Send `number` to the child's process group and, once, to every member of its family outside
+    that group; return how many live processes it was sent to."""
+    members = family(child)
+    try:
+        os.killpg(child.pid, number)
+    except OSError:
+        pass
+    reached = 0
+    for member in members:
+        try:
+            if os.getpgid(member.pid) != child.pid:
+                member.send_signal(number)
+        except (psutil.Error, OSError):
+            continue
+        reached += 1
+    return reached
+
+
+def kill_family(child: Child) -> None:
+    """SIGKILL the child's process group and its whole family, again while new members turn up."""
+    for _ in range(KILL_ROUNDS):
+        if not signal_family(child, signal.SIGKILL):
+            return
+
+
+def end_processes(processes: Sequence[psutil.Process], grace_s: float) -> List[psutil.Process]:
+    """SIGTERM each, give them `grace_s` to exit, SIGKILL the rest; return the ones that needed SIGKILL."""
+    for process in processes:
+        try:
+            process.terminate()
+        except psutil.Error:
+            pass
+    deadline = time.monotonic() + grace_s
+    living = [process for process in processes if alive(process)]
+    while living and time.monotonic() < deadline:
+        time.sleep(0.05)
+        living = [process for process in living if alive(process)]
+    for process in living:
+        try:
+            process.kill()
+        except psutil.Error:
+            pass
+    return living
+
+
+def exited(child: Child) -> bool:
+    """Whether the child has ended, without reaping it: until it is reaped its pid, and so its process
+    group id, cannot name another process, so `kill_family` still reaches the right group."""
+    if child.returncode is not None:
+        return True
+    try:
+        return os.waitid(os.P_PID, child.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
+    except ChildProcessError:
+        return True
+
+
+def reap(child: Child) -> Optional[int]:
+    """Wait for an ended or killed child and return its return code; one stuck in the kernel (a hung
+    driver call) is not waited on longer than REAP_S, and has none."""
+    try:
+        return child.wait(timeout=REAP_S)
+    except subprocess.TimeoutExpired:
+        return None
+
+
+def read_pipes(child: Child, sinks: Mapping[int, Sink], deadline: float) -> bool:
+    """Hand what each pipe brings to its sink until the child has ended and every pipe is closed, or the
+    deadline passes, or DRAIN_S after the child ended: a descendant that keeps a pipe open cannot
+    stretch the wait. Returns whether the child was still running when the wait ended."""
+    ended_at: Optional[float] = None
+    with selectors.DefaultSelector() as selector:
+        for fd, sink in sinks.items():
+            os.set_blocking(fd, False)
+            selector.register(fd, selectors.EVENT_READ, sink)
+        while True:
+            now = time.monotonic()
+            if ended_at is None and exited(child):
+                ended_at = now
+            open_pipes = bool(selector.get_map())
+            end = deadline if ended_at is None else min(deadline, ended_at + DRAIN_S)
+            if (ended_at is not None and not open_pipes) or now >= end:
+                return ended_at is None
+            for key, _ in selector.select(min(POLL_S if open_pipes else 0.01, end - now)):
+                try:
+                    data = os.read(key.fd, CHUNK)
+                except BlockingIOError:
+                    continue
+                if data:
+                    key.data(data)
+                else:
+                    selector.unregister(key.fd)
+
+
+def decode(data: bytes) -> str:
+    """Child output as text, newlines normalised as text-mode pipes would."""
+    return bytes(data).decode("utf-8", errors="replace").replace("\r\n", "\n").replace("\r", "\n")
+
+
+class LineSplitter:
+    """Bytes in; each whole line, decoded, out to `on_line` as soon as it is complete."""
+
+    def __init__(self, on_line: Callable[[str], None]):
+        self.on_line = on_line
+        self.raw = bytearray()
+        self.pending = bytearray()
+
+    def feed(self, data: bytes) -> None:
+        self.raw += data
+        self.pending += data
+        while True:
+            at = self.pending.find(b"\n")
+            if at < 0:
+                return
+            self.emit(self.pending[:at])
+            del self.pending[: at + 1]
+
+    def close(self) -> None:
+        if self.pending:
+            self.emit(self.pending)
+            self.pending = bytearray()
+
+    def emit(self, line: bytearray) -> None:
+        self.on_line(decode(line).rstrip("\n"))
 
 
 # The children that run_child and stream_child are waiting on, so that an interrupt can end them all.
-WAITED_ON: Set[subprocess.Popen] = set()
+WAITED_ON: Set[Child] = set()
 WAITED_ON_LOCK = threading.RLock()  # re-entrant: the SIGINT handler may run while its own thread holds it
 INTERRUPTED = threading.Event()
 
 
-def start_waited(argv: Sequence[str], env, cwd, *, stdin, stderr) -> subprocess.Popen:
-    """`start_child` with text pipes, recorded for `end_waited_children` until `waited` lets it go.
+def start_waited(argv: Sequence[str], env, cwd, *, stderr) -> Child:
+    """`start_child` with byte pipes, recorded for `end_waited_children` until `waited` lets it go.
 
     Refuses (OSError) once the doctor has been interrupted: a thread that has not noticed yet must not
     start the next bisection run or collector query."""
     with WAITED_ON_LOCK:
         if INTERRUPTED.is_set():
             raise OSError(errno.ECANCELED, "the doctor was interrupted")
-        process = start_child(argv, env=env, cwd=cwd, stdin=stdin, stdout=subprocess.PIPE, stderr=stderr, text=True, errors="replace")
-        WAITED_ON.add(process)
-    return process
+        child = start_child(argv, env=env, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=stderr)
+        WAITED_ON.add(child)
+    return child
 
 
 @contextmanager
-def waited(process: subprocess.Popen) -> Iterator[None]:
-    """Wrap the wait on a child from `start_waited`: a Ctrl-C caught here ends the child's whole group
-    (it has its own session, so the terminal's SIGINT never reaches it) before the interrupt goes on."""
+def waited(child: Child) -> Iterator[None]:
+    """Wrap the wait on a child from `start_waited`: however the wait ends (its end, its time limit, a
+    Ctrl-C caught here: it has its own session, so the terminal's SIGINT never reaches it), the child's
+    whole family is killed and the child reaped."""
     try:
         yield
-    except KeyboardInterrupt:
-        kill_group(process)
-        process.wait()
-        raise
     finally:
+        kill_family(child)
+        reap(child)
+        for stream in (child.stdout, child.stderr):
+            if stream is not None:
+                stream.close()
         with WAITED_ON_LOCK:
-            WAITED_ON.discard(process)
+            WAITED_ON.discard(child)
 
 
 def end_waited_children() -> None:
     """Kill every child that run_child or stream_child is waiting on, in any thread, and start no more."""
     with WAITED_ON_LOCK:
         INTERRUPTED.set()
-        for process in WAITED_ON:
-            kill_group(process)
+        for child in WAITED_ON:
+            kill_family(child)
 
 
 def interrupted() -> bool:
@@ -157,36 +387,27 @@ def children_end_on_interrupt() -> Iterator[None]:
         INTERRUPTED.clear()
 
 
-def run_child(
-    argv: Sequence[str],
-    *,
-    timeout: float,
-    env: Optional[Mapping[str, str]] = None,
-    input_text: Optional[str] = None,
-    cwd: Optional[str] = None,
-) -> ChildResult:
-    """Run `argv` in its own process group and return how it ended; never raises for the child's fate."""
+def run_piped(argv: Sequence[str], timeout: float, env, cwd, stdout: Sink, stderr: Optional[Sink]) -> ChildResult:
+    """Run `argv` in its own session, its stdout (and stderr, or merged into stdout when no sink is
+    given) handed to the sinks, until it ends or `timeout` passes; its family never outlives this call."""
     started = time.monotonic()
     try:
-        process = start_waited(argv, env, cwd, stdin=subprocess.PIPE if input_text is not None else subprocess.DEVNULL, stderr=subprocess.PIPE)
+        child = start_waited(argv, env, cwd, stderr=subprocess.STDOUT if stderr is None else subprocess.PIPE)
     except OSError as error:
         return ChildResult(tuple(argv), None, "", "", 0.0, start_error=str(error))
-    with waited(process):
-        try:
-            stdout, stderr = process.communicate(input_text, timeout=timeout)
-            timed_out = False
-        except subprocess.TimeoutExpired:
-            kill_group(process)
-            stdout, stderr = process.communicate()
-            timed_out = True
-    return ChildResult(
-        argv=tuple(argv),
-        returncode=process.returncode,
-        stdout=stdout,
-        stderr=stderr,
-        duration_s=time.monotonic() - started,
-        timed_out=timed_out,
-    )
+    sinks = {child.stdout.fileno(): stdout}
+    if stderr is not None:
+        sinks[child.stderr.fileno()] = stderr
+    with waited(child):
+        timed_out = read_pipes(child, sinks, started + timeout)
+    return ChildResult(tuple(argv), child.returncode, "", "", time.monotonic() - started, timed_out=timed_out)
+
+
+def run_child(argv: Sequence[str], *, timeout: float, env: Optional[Mapping[str, str]] = None, cwd: Optional[str] = None) -> ChildResult:
+    """Run `argv` in its own session and return how it ended; never raises for the child's fate."""
+    stdout, stderr = bytearray(), bytearray()
+    result = run_piped(argv, timeout, env, cwd, stdout.extend, stderr.extend)
+    return replace(result, stdout=decode(stdout), stderr=decode(stderr))
 
 
 def stream_child(
@@ -201,27 +422,7 @@ def stream_child(
 
     For long installer runs and the probe ladder the user should see progress, and the result still keeps the whole output.
     """
-    started = time.monotonic()
-    try:
-        process = start_waited(argv, env, cwd, stdin=subprocess.DEVNULL, stderr=subprocess.STDOUT)
-    except OSError as error:
-        return ChildResult(tuple(argv), None, "", "", 0.0, start_error=str(error))
-    lines: List[str] = []
-
-    def pump() -> None:
-        for line in process.stdout:
-            lines.append(line)
-            on_line(line.rstrip("\n"))
-
-    reader = threading.Thread(target=pump, daemon=True)
-    reader.start()
-    with waited(process):
-        try:
-            process.wait(timeout=timeout)
-            timed_out = False
-        except subprocess.TimeoutExpired:
-            kill_group(process)
-            process.wait()
-            timed_out = True
-    reader.join()
-    return ChildResult(tuple(argv), process.returncode, "".join(lines), "", time.monotonic() - started, timed_out=timed_out)
+    lines = LineSplitter(on_line)
+    result = run_piped(argv, timeout, env, cwd, lines.feed, None)
+    lines.close()
+    return replace(result, stdout=decode(lines.raw))

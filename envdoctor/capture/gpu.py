@@ -16,7 +16,7 @@ from typing import List, Optional
 
 from envdoctor import host
 from envdoctor.capture.timeline import Timeline
-from envdoctor.proc import kill_group, start_child
+from envdoctor.proc import kill_family, start_child
 
 MIB = 1 << 20
 DEVICE_NODES = ("/dev/nvidiactl", "/dev/dxg")  # Linux driver, WSL2 GPU paravirtualisation
@@ -45,7 +45,7 @@ class GpuSampler:
 
     def stop(self) -> None:
         if self.process is not None:
-            kill_group(self.process)
+            kill_family(self.process)
         if self.thread is not None:
             self.thread.join(timeout=5)
 

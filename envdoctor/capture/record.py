@@ -53,6 +53,7 @@ def ending(seen: Supervised, returncode: Optional[int]) -> dict:
         "signal_name": signals.name(number) if number else None,
         "signal_meaning": signals.meaning(number) if number else None,
         "forwarded_signals": [signal.Signals(n).name for n in seen.forwarded],
+        "forwarded_to": list(seen.forwarded_to),
         "start_error": seen.start_error or None,
     }
 
@@ -93,6 +94,7 @@ def build(seen: Supervised, settings: Settings, gdb_log: str = "") -> dict:
         "python_stacks": python_stacks,
         "native_stacks": native,
         "output_tail": seen.tail.recent()[-OUTPUT_TAIL_LINES:],
+        "left_behind": list(seen.left_behind),
         "memory": memory_facts(seen, end["kind"], returncode),
         "gpu": seen.gpu.facts() if seen.gpu else {"source": None, "devices": [], "samples": [], "problems": []},
     }

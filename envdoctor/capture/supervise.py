@@ -1,10 +1,12 @@
 """Running the user's command: streams passed through live, signals forwarded, silence watched.
 
 stdin is inherited untouched (interactive programs keep working). stdout and stderr are copied to the
-doctor's own as each chunk arrives and kept in a bounded tail. The command gets its own process group,
-so the doctor forwards the signals a terminal would have sent it (Ctrl-C, a scheduler's SIGTERM) and
-can end a hung command's whole tree. Python children get faulthandler (all threads) and unbuffered
-output, so the last lines and the stacks reach the tail even when the process dies by a signal.
+doctor's own as each chunk arrives and kept in a bounded tail. The command gets its own session and
+dies with the doctor, so the doctor forwards the signals a terminal would have sent it (Ctrl-C, a
+scheduler's SIGTERM) to its whole process group and to the workers that left it, and can end a hung
+command's whole tree. Processes the command leaves running when it ends are recorded and ended, so a
+run leaves nothing behind. Python children get faulthandler (all threads) and unbuffered output, so
+the last lines and the stacks reach the tail even when the process dies by a signal.
 """
 
 from __future__ import annotations
@@ -22,12 +24,15 @@ import psutil
 from envdoctor.capture.gpu import GpuSampler
 from envdoctor.capture.sampling import TreeSampler
 from envdoctor.capture.tail import Tail
-from envdoctor.proc import kill_group, start_child
+from envdoctor.proc import Child, descendants, end_processes, exited, kill_family, reap, signal_family, start_child
 
 CHILD_VARIABLES = {"PYTHONFAULTHANDLER": "1", "PYTHONUNBUFFERED": "1"}
 FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2)
 HANG_GRACE_S = 10.0  # time for faulthandler (and gdb) to write every thread's stack before SIGKILL
 DRAIN_S = 2.0  # grandchildren may keep the pipes open after the command itself has ended
+LEFT_BEHIND_GRACE_S = 2.0  # between SIGTERM and SIGKILL for processes still running after the command ended
+WAIT_POLL_S = 0.05
+CMDLINE_CHARS = 300
 
 
 @dataclass(frozen=True)
@@ -47,6 +52,8 @@ class Supervised:
     start_errno: int = 0
     hung: bool = False
     forwarded: List[int] = field(default_factory=list)
+    forwarded_to: List[int] = field(default_factory=list)  # how many processes each forwarded signal reached
+    left_behind: List[dict] = field(default_factory=list)
     duration_s: float = 0.0
     added_variables: Mapping[str, str] = field(default_factory=dict)
     tail: Tail = field(default_factory=Tail)
@@ -79,6 +86,25 @@ def pump(source, target_fd: int, stream: str, tail: Tail) -> None:
                 writable = False
 
 
+def described(process: psutil.Process) -> dict:
+    """pid, name and command line of a process, for the report."""
+    try:
+        with process.oneshot():
+            name, cmdline = process.name(), " ".join(process.cmdline())
+    except psutil.Error:
+        name, cmdline = "?", ""
+    return {"pid": process.pid, "name": name, "cmdline": cmdline[:CMDLINE_CHARS]}
+
+
+def end_left_behind(process: Child) -> List[dict]:
+    """The command's descendants still running after it ended: recorded, then ended (SIGTERM, a short
+    grace, SIGKILL)."""
+    left = descendants(process)
+    records = [described(member) for member in left]
+    stubborn = {member.pid for member in end_processes(left, LEFT_BEHIND_GRACE_S)}
+    return [{**record, "ended_by": "SIGKILL" if record["pid"] in stubborn else "SIGTERM"} for record in records]
+
+
 def inferior_pid(process: subprocess.Popen, under_gdb: bool) -> int:
     """The process that runs the user's program: the command itself, or gdb's child."""
     if not under_gdb:
@@ -95,7 +121,7 @@ class Supervisor:
         self.settings = settings
         self.env, added = child_environment(environ)
         self.seen = Supervised(argv=tuple(argv), added_variables=added)
-        self.process: Optional[subprocess.Popen] = None
+        self.process: Optional[Child] = None
 
     def run(self) -> Supervised:
         started = time.monotonic()
@@ -116,43 +142,42 @@ class Supervisor:
         self.seen.gpu.start()
         previous = self.forward_signals()
         try:
-            self.seen.returncode = self.wait()
+            self.wait()
+            self.seen.duration_s = time.monotonic() - started
+            self.seen.left_behind = end_left_behind(self.process)
         finally:
+            kill_family(self.process)  # group members found by neither tree nor marker; everything, on an error of the doctor
+            self.seen.returncode = reap(self.process)
             for number, handler in previous.items():
                 signal.signal(number, handler)
-            self.seen.duration_s = time.monotonic() - started
             self.seen.sampler.stop()
             self.seen.gpu.stop()
             for thread in pumps:
                 thread.join(timeout=DRAIN_S)
         return self.seen
 
-    def wait(self) -> int:
-        """Wait for the command; past `hang_timeout` seconds without output, dump its stacks and end it."""
+    def wait(self) -> None:
+        """Wait for the command to end, without reaping it (its process group stays addressable for what it
+        left behind); past `hang_timeout` seconds without output, dump its stacks and end it."""
         limit = self.settings.hang_timeout
-        while True:
-            step = 1.0 if limit is None else max(0.05, min(1.0, limit - self.seen.tail.silence_s()))
-            try:
-                return self.process.wait(timeout=step)
-            except subprocess.TimeoutExpired:
-                pass
+        while not exited(self.process):
             if limit is not None and self.seen.tail.silence_s() >= limit:
-                return self.end_hung()
+                self.end_hung()
+                return
+            time.sleep(WAIT_POLL_S)
 
-    def end_hung(self) -> int:
+    def end_hung(self) -> None:
         """SIGABRT makes faulthandler (and gdb) write every thread's stack; SIGKILL if that does not end it."""
         self.seen.hung = True
         try:
             os.kill(inferior_pid(self.process, self.settings.under_gdb), signal.SIGABRT)
         except OSError:
             pass
-        try:
-            return self.process.wait(timeout=HANG_GRACE_S)
-        except subprocess.TimeoutExpired:
-            kill_group(self.process)
-            return self.process.wait()
-        finally:
-            kill_group(self.process)  # its workers, left behind by the ended command
+        deadline = time.monotonic() + HANG_GRACE_S
+        while not exited(self.process) and time.monotonic() < deadline:
+            time.sleep(WAIT_POLL_S)
+        if not exited(self.process):
+            kill_family(self.process)
 
     def forward_signals(self) -> dict:
         """Pass the signals a terminal or scheduler sends to the command (not to the doctor)."""
@@ -164,11 +189,16 @@ class Supervisor:
         return previous
 
     def forward(self, number: int, _frame) -> None:
+        """Under gdb only the program gets it (gdb would stop on it); otherwise the command's process group
+        and every descendant that left it, each once."""
         self.seen.forwarded.append(number)
+        self.seen.forwarded_to.append(self.send(number))
+
+    def send(self, number: int) -> int:
+        if not self.settings.under_gdb:
+            return signal_family(self.process, number)
         try:
-            if self.settings.under_gdb:
-                os.kill(inferior_pid(self.process, True), number)
-            else:
-                os.killpg(self.process.pid, number)
+            os.kill(inferior_pid(self.process, True), number)
         except OSError:
-            pass
+            return 0
+        return 1

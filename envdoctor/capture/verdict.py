@@ -32,7 +32,7 @@ def mib(n: Optional[int]) -> str:
 def judge(run: dict) -> List[Finding]:
     """Every verdict about this run, most telling first."""
     findings: List[Finding] = []
-    for rule in (ended, out_of_memory, gpu_out_of_memory):
+    for rule in (ended, out_of_memory, gpu_out_of_memory, left_behind):
         findings.extend(rule(run))
     return sorted(findings, key=lambda f: -f.severity.rank)
 
@@ -45,6 +45,45 @@ def ended(run: dict) -> Iterable[Finding]:
         yield hung(run)
     elif kind == "exit":
         yield exited(run)
+    elif kind == "interrupted":
+        yield interrupted(run)
+
+
+def plural(count: int, noun: str) -> str:
+    return f"{count} {noun}" + ("" if count == 1 else "es" if noun.endswith("s") else "s")
+
+
+def forwarding(run: dict) -> List[str]:
+    """Each signal the doctor forwarded and how many processes it reached, e.g. "SIGTERM forwarded to 3 processes"."""
+    end = run["ending"]
+    return [f"{name} forwarded to {plural(reached, 'process')}" for name, reached in zip(end.get("forwarded_signals", ()), end.get("forwarded_to", ()))]
+
+
+def left_behind_text(run: dict) -> Optional[str]:
+    """e.g. "2 processes still ran after the command ended and were stopped: 4242 sleep 1000 (SIGTERM); ..."."""
+    left = run.get("left_behind") or []
+    if not left:
+        return None
+    named = "; ".join(f"{p['pid']} {p['cmdline'] or p['name']} ({p['ended_by']})" for p in left)
+    return f"{plural(len(left), 'process')} still ran after the command ended and {'was' if len(left) == 1 else 'were'} stopped: {named}"
+
+
+def aftermath(run: dict) -> List[str]:
+    """What the doctor did to the command's processes, one line each: signals it forwarded, processes it stopped."""
+    stopped = left_behind_text(run)
+    return forwarding(run) + ([stopped] if stopped else [])
+
+
+def interrupted(run: dict) -> Finding:
+    end = run["ending"]
+    signals = ", ".join(end["forwarded_signals"])
+    return Finding(
+        id="run.interrupted",
+        severity=Severity.INFO,
+        title=f"The command was interrupted by {signals} after {run['duration_s']:.1f} s; " + "; ".join(forwarding(run)),
+        explanation="The signal came from outside (Ctrl-C, a job scheduler, a container runtime) and was passed on to the command's process group and to every worker that had left it.",
+        evidence={"forwarded_signals": end["forwarded_signals"], "forwarded_to": end.get("forwarded_to", [])},
+    )
 
 
 def where(run: dict) -> str:
@@ -120,6 +159,20 @@ def exited(run: dict) -> Finding:
         title=f"The command exited with status {status} after {run['duration_s']:.1f} s" + (f": {last}" if last else ""),
         explanation="It ended by itself (no signal); the output's last lines below say why.",
         evidence={"exit_status": status, "last_error_line": last},
+    )
+
+
+def left_behind(run: dict) -> Iterable[Finding]:
+    text = left_behind_text(run)
+    if not text:
+        return
+    yield Finding(
+        id="run.left-behind",
+        severity=Severity.WARNING,
+        title=text,
+        explanation="Worker or daemon processes the command started outlived it; left running they hold GPU memory, ports and files, and a job scheduler counts them against the next job.",
+        evidence={"processes": run["left_behind"]},
+        remedies=(Remedy("End workers before the program exits: join or terminate multiprocessing pools and subprocesses, close DataLoader iterators and vectorised environments (env.close())."),),
     )
 
 

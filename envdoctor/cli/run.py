@@ -8,27 +8,21 @@ from pathlib import Path
 
 import click
 
-from envdoctor.capture import record
+from envdoctor.capture import record, verdict
 from envdoctor.capture.render import one_line, terminal_summary
 from envdoctor.capture.report import crash_report, save
 from envdoctor.capture.session import run_command
 from envdoctor.capture.supervise import Settings
-from envdoctor.errors import UsageError
+from envdoctor.cli.params import WEEK_S, Seconds
 
 DEFAULT_REPORT_DIR = Path("reports")
-
-
-def positive(option: str, value):
-    if value is not None and value <= 0:
-        raise UsageError(f"{option} must be a positive number of seconds, not {value:g}")
-    return value
 
 
 @click.command(context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
 @click.option("--report-dir", type=click.Path(file_okay=False, path_type=Path), help="Where to save the crash report [default: ./reports].")
 @click.option("--gdb", "under_gdb", is_flag=True, help="Run under gdb for the native backtrace of every thread.")
-@click.option("--hang-timeout", type=float, metavar="SECONDS", help="Treat this long without any output as a hang: dump every thread's stack and end it.")
-@click.option("--sample-interval", type=float, default=0.5, show_default=True, metavar="SECONDS", help="How often to sample memory and GPU memory.")
+@click.option("--hang-timeout", type=Seconds(0.1, WEEK_S), metavar="SECONDS", help="Treat this long without any output as a hang: dump every thread's stack and end it.")
+@click.option("--sample-interval", type=Seconds(0.01, 3600), default=0.5, show_default=True, metavar="SECONDS", help="How often to sample memory and GPU memory.")
 @click.option("--always-report", is_flag=True, help="Write a report even when the command exits cleanly.")
 @click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
 def run(report_dir, under_gdb, hang_timeout, sample_interval, always_report, command) -> int:
@@ -38,7 +32,7 @@ def run(report_dir, under_gdb, hang_timeout, sample_interval, always_report, com
 
         envdoctor run --hang-timeout 600 -- python train.py --steps 1e6
     """
-    settings = Settings(positive("--hang-timeout", hang_timeout), positive("--sample-interval", sample_interval), under_gdb)
+    settings = Settings(hang_timeout, sample_interval, under_gdb)
     run_section = run_command(command, settings, os.environ)
     end = run_section["ending"]
     if end["kind"] == "not-started":
@@ -50,4 +44,6 @@ def run(report_dir, under_gdb, hang_timeout, sample_interval, always_report, com
         click.echo(terminal_summary(report, [str(p) for p in saved], color=sys.stderr.isatty() and not os.environ.get("NO_COLOR")), nl=False, err=True)
     else:
         click.echo(one_line(run_section), err=True)
+        for line in verdict.aftermath(run_section):
+            click.echo(f"envdoctor: {line}", err=True)
     return end["exit_status"]
