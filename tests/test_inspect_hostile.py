@@ -133,31 +133,40 @@ def test_code_referring_to_dangerous_names_is_dangerous():
     text = base64.b64encode(cloudpickle.dumps(schedule)).decode()
     facts = classify("clip_range", {":serialized:": text}, "3.11")
     assert facts["verdict"] == "dangerous"
-    assert any("__import__" in r and "system" in r for r in facts["reasons"])
+    assert any("builtin __import__" in r for r in facts["reasons"]) and any("attribute system" in r for r in facts["reasons"])
 
 
-def test_everyday_code_that_runs_no_command_is_code_not_dangerous():
+def test_everyday_schedule_code_is_code_not_dangerous():
+    import math
+
     import cloudpickle
 
-    def with_os(progress):  # os.path, os.environ, re.compile and an `.eval()` method run no command
-        import os
-        import re
+    def cosine(progress):  # math from a closure cell, builtins, a list method
+        values = [0.1, 0.2]
+        values.remove(0.2)
+        return max(0.0, values[0] * (1 + math.cos(math.pi * (1 - progress))) / 2)
 
-        layer = type("Layer", (), {"eval": lambda self: self})()
-        here = os.path.join(os.environ.get("HOME", "/"), "x")
-        return 0.1 * progress if re.compile("y").match(here) is None and layer.eval() else 0.0
+    def imports_math(progress):
+        import math as m
 
-    def without_os(progress):  # list.remove and platform.system name no os function
-        import platform
+        return m.exp(-progress)
 
-        seen = [0.1, 0.2]
-        seen.remove(0.2)
-        return seen[0] * progress if platform.system() else 0.0
-
-    for schedule in (with_os, without_os):
+    for schedule in (cosine, imports_math):
         facts = classify("learning_rate", {":serialized:": base64.b64encode(cloudpickle.dumps(schedule)).decode()}, "3.11")
         assert facts["verdict"] == "code", facts["reasons"]
-    assert [f["imports"] for f in facts["functions"]] == [["platform"]]
+    assert [f["imports"] for f in facts["functions"]] == [["math"]]
+
+
+def test_code_importing_anything_but_math_is_dangerous_even_if_harmless():
+    import cloudpickle
+
+    def with_os(progress):  # harmless today, but os reaches everything: unknown is never clean
+        import os
+
+        return 0.1 if os.path.join("a", "b") else 0.0
+
+    facts = classify("learning_rate", {":serialized:": base64.b64encode(cloudpickle.dumps(with_os)).decode()}, "3.11")
+    assert facts["verdict"] == "dangerous" and any("imports the module os" in r for r in facts["reasons"])
 
 
 def test_code_importing_subprocess_inside_itself_is_dangerous():
@@ -169,7 +178,7 @@ def test_code_importing_subprocess_inside_itself_is_dangerous():
         return subprocess.run(["true"]).returncode or 0.1
 
     facts = classify("clip_range", {":serialized:": base64.b64encode(cloudpickle.dumps(schedule)).decode()}, "3.11")
-    assert facts["verdict"] == "dangerous" and facts["reasons"] == ["its code imports the module subprocess"]
+    assert facts["verdict"] == "dangerous" and any("imports the module subprocess" in r for r in facts["reasons"])
 
 
 def stack_global(module: bytes, name: bytes) -> bytes:
@@ -187,10 +196,17 @@ def test_reaching_os_system_through_another_module_is_dangerous(payload):
     assert facts["verdict"] == "dangerous", facts["globals"]
 
 
-def test_plain_values_and_references_are_read_without_importing():
-    facts = classify("x", entry({"a": [1.5, b"\x00"], "b": zipfile.ZipInfo}), "3.11")
-    assert facts["verdict"] == "reference" and facts["globals"] == ["zipfile.ZipInfo"]
-    assert facts["modules"] == ["zipfile"]
+def test_plain_values_and_a_reference_to_the_users_own_code_are_read_without_importing():
+    payload = b"\x80\x04" + stack_global(b"my_project.schedules", b"decaying") + b"."
+    facts = classify("learning_rate", {":serialized:": base64.b64encode(payload).decode()}, "3.11")
+    assert facts["verdict"] == "reference" and facts["globals"] == ["my_project.schedules.decaying"]
+    assert facts["modules"] == ["my_project.schedules"]
+    assert classify("x", entry({"a": [1.5, b"\x00"], "b": (None, True)}), "3.11")["verdict"] == "reference"
+
+
+def test_a_standard_library_reference_is_dangerous_not_a_reference():
+    facts = classify("x", entry({"b": zipfile.ZipInfo}), "3.11")
+    assert facts["verdict"] == "dangerous" and facts["reasons"] == ["names zipfile.ZipInfo"]
 
 
 @pytest.mark.parametrize("value", ["nan", "inf", "-0.1"])

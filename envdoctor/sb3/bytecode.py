@@ -13,15 +13,25 @@ from __future__ import annotations
 import json
 from functools import lru_cache
 from pathlib import Path
-from typing import Iterable, List, Optional, Sequence, Tuple
+from typing import Iterable, Iterator, List, Optional, Sequence, Tuple
 
 LAYOUTS = {15: "3.7 or older", 16: "3.8–3.10", 18: "3.11+"}
 FAMILY_MINORS = {15: (), 16: ("3.8", "3.9", "3.10"), 18: ("3.11", "3.12", "3.13")}
-# (LOAD_GLOBAL, LOAD_NAME, IMPORT_NAME, EXTENDED_ARG) in each CPython's dis.opmap; 3.6 and 3.7 number them as 3.8.
+# The name-using opcodes in each CPython's dis.opmap (3.6 and 3.7 number them as 3.8). From 3.11 the
+# argument of LOAD_GLOBAL is index * 2 + a flag, from 3.12 so is LOAD_ATTR's, and LOAD_SUPER_ATTR's is index * 4.
+_OLD = {"LOAD_GLOBAL": 116, "LOAD_NAME": 101, "IMPORT_NAME": 108, "IMPORT_FROM": 109, "EXTENDED_ARG": 144,
+        "LOAD_ATTR": 106, "LOAD_METHOD": 160, "STORE_ATTR": 95, "DELETE_ATTR": 96, "STORE_GLOBAL": 97,
+        "DELETE_GLOBAL": 98, "STORE_NAME": 90, "DELETE_NAME": 91}
+_312 = {k: v for k, v in _OLD.items() if k != "LOAD_METHOD"}
 NAME_OPCODES = {
-    "3.8": (116, 101, 108, 144), "3.9": (116, 101, 108, 144), "3.10": (116, 101, 108, 144),
-    "3.11": (116, 101, 108, 144), "3.12": (116, 101, 108, 144), "3.13": (91, 92, 75, 71),
+    "3.8": _OLD, "3.9": _OLD, "3.10": _OLD, "3.11": _OLD,
+    "3.12": {**_312, "LOAD_SUPER_ATTR": 141, "LOAD_FROM_DICT_OR_GLOBALS": 175},
+    "3.13": {"LOAD_GLOBAL": 91, "LOAD_NAME": 92, "IMPORT_NAME": 75, "IMPORT_FROM": 74, "EXTENDED_ARG": 71,
+             "LOAD_ATTR": 82, "STORE_ATTR": 108, "DELETE_ATTR": 63, "STORE_GLOBAL": 113, "DELETE_GLOBAL": 66,
+             "STORE_NAME": 114, "DELETE_NAME": 67, "LOAD_SUPER_ATTR": 93, "LOAD_FROM_DICT_OR_GLOBALS": 90},
 }
+SHIFTS = {"3.11": {"LOAD_GLOBAL": 1}, "3.12": {"LOAD_GLOBAL": 1, "LOAD_ATTR": 1, "LOAD_SUPER_ATTR": 2},
+          "3.13": {"LOAD_GLOBAL": 1, "LOAD_ATTR": 1, "LOAD_SUPER_ATTR": 2}}
 
 
 @lru_cache(maxsize=1)
@@ -114,6 +124,33 @@ def cross_check(system_info_minor: Optional[str], n_args: int, candidates: Seque
     return None, system_info_minor is None
 
 
+def instructions(code: bytes, minor: str) -> Iterator[Tuple[Optional[str], int]]:
+    """(name, name index) of every name-using instruction under `minor`'s numbering; (None, 0) for the rest.
+
+    EXTENDED_ARG prefixes are folded into the next argument and 3.11+ inline caches (opcode 0) are skipped,
+    so "the next instruction" means what the interpreter runs next.
+    """
+    numbering = NAME_OPCODES.get(minor, NAME_OPCODES["3.8"])
+    by_opcode = {number: name for name, number in numbering.items()}
+    shifts = SHIFTS.get(minor, {})
+    skip_caches = family_of_minor(minor) == 18
+    carry = 0
+    for op, arg in zip(code[0::2], code[1::2]):
+        if op == 0 and skip_caches:
+            continue
+        arg |= carry
+        name = by_opcode.get(op)
+        carry = arg << 8 if name == "EXTENDED_ARG" else 0
+        if name == "EXTENDED_ARG":
+            continue
+        yield (name, arg >> shifts.get(name, 0)) if name else (None, 0)
+
+
+def numberings(n_args: int) -> Sequence[str]:
+    """Every opcode numbering a code object of this layout may be run under (the 3.7 layout numbers as 3.8)."""
+    return FAMILY_MINORS.get(n_args) or ("3.8",)
+
+
 def name_uses(code: bytes, names: Sequence[object], minors: Sequence[str]) -> Tuple[List[str], List[str]]:
     """(global names, imported modules) among `names` (co_names), read from the bytecode.
 
@@ -124,13 +161,7 @@ def name_uses(code: bytes, names: Sequence[object], minors: Sequence[str]) -> Tu
     """
     globals_, imports = set(), set()
     for minor in minors or ("3.8",):
-        load_global, load_name, import_name, extended_arg = NAME_OPCODES.get(minor, NAME_OPCODES["3.8"])
-        shift = 1 if family_of_minor(minor) == 18 else 0  # from 3.11 LOAD_GLOBAL's arg is index * 2 + a flag
-        carry = 0
-        for op, arg in zip(code[0::2], code[1::2]):
-            arg |= carry
-            carry = arg << 8 if op == extended_arg else 0
-            index = arg >> shift if op == load_global else arg if op in (load_name, import_name) else None
-            if index is not None and index < len(names) and isinstance(names[index], str):
-                (imports if op == import_name else globals_).add(names[index])
+        for name, index in instructions(code, minor):
+            if name in ("LOAD_GLOBAL", "LOAD_NAME", "IMPORT_NAME") and index < len(names) and isinstance(names[index], str):
+                (imports if name == "IMPORT_NAME" else globals_).add(names[index])
     return sorted(globals_), sorted(imports)

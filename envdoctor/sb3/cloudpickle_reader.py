@@ -24,6 +24,7 @@ CODE_FIELDS = {
          "varnames", "filename", "name", "qualname", "firstlineno", "linetable", "exceptiontable", "freevars", "cellvars"),
 }
 MAX_ITEMS = 16
+MAX_FUNCTIONS = 64
 MAX_TEXT = 200
 MAX_CODE_HEX = 512
 
@@ -89,11 +90,11 @@ def code_fields(call: Call) -> Optional[Dict[str, Any]]:
 
 
 def strings(value: Any) -> List[str]:
-    return [v for v in value if isinstance(v, str)] if isinstance(value, (list, tuple)) else []
+    return [v for v in value[:MAX_ITEMS * 4] if isinstance(v, str)] if isinstance(value, (list, tuple)) else []
 
 
 def float_constants(values: Any) -> List[float]:
-    return [v for v in values if isinstance(v, float)] if isinstance(values, (list, tuple)) else []
+    return [v for v in values[:MAX_ITEMS * 4] if isinstance(v, float)] if isinstance(values, (list, tuple)) else []
 
 
 def code_facts(call: Call, system_info_minor: Optional[str]) -> Dict[str, Any]:
@@ -131,14 +132,15 @@ def code_facts(call: Call, system_info_minor: Optional[str]) -> Dict[str, Any]:
     }
 
 
-def function_state(trace: Trace, make_function: Call) -> Dict_:
-    """The slotstate `_function_setstate(f, (state, slotstate))` gives the function, if any."""
+def function_states(trace: Trace) -> Dict[int, Dict_]:
+    """{id(function): slotstate} from every `_function_setstate(f, (state, slotstate))` call, in one pass."""
+    states: Dict[int, Dict_] = {}
     for call in trace.calls:
         if named_call(call, "_function_setstate") and isinstance(call.args, tuple) and len(call.args) == 2:
-            func, states = call.args
-            if func is make_function and isinstance(states, tuple) and len(states) == 2 and isinstance(states[1], Dict_):
-                return states[1]
-    return Dict_()
+            func, pair = call.args
+            if isinstance(pair, tuple) and len(pair) == 2 and isinstance(pair[1], Dict_):
+                states[id(func)] = pair[1]
+    return states
 
 
 def cell_values(trace: Trace) -> List[Any]:
@@ -150,23 +152,27 @@ def cell_values(trace: Trace) -> List[Any]:
     return values
 
 
+def code_calls(trace: Trace) -> List[Call]:
+    return [call for call in trace.calls if is_code_type(call.func)]
+
+
 def functions(trace: Trace, system_info_minor: Optional[str]) -> List[Dict[str, Any]]:
-    """One record per code object pickled by value, joined with its function's state where present."""
+    """One record per code object pickled by value (the first MAX_FUNCTIONS), joined with its function's state."""
     records = []
     makers = {id(c.args[0]): c for c in trace.calls if named_call(c, "_make_function", "_make_skel_func") and isinstance(c.args, tuple) and c.args}
-    for call in trace.calls:
-        if not is_code_type(call.func):
-            continue
+    states = function_states(trace)
+    for call in code_calls(trace)[:MAX_FUNCTIONS]:
         record = code_facts(call, system_info_minor)
         maker = makers.get(id(call))
-        state = function_state(trace, maker) if maker is not None else Dict_()
+        state = states.get(id(maker), Dict_()) if maker is not None else Dict_()
         if state.get("__qualname__") is not None:
             record["qualname"] = describe(state.get("__qualname__"))
         record["module"] = describe(state.get("__module__"))
         referenced = state.get("__globals__")
         record["globals"] = describe(referenced, 2) if isinstance(referenced, Dict_) else {}
         closure = state.get("__closure__")
-        record["closure"] = [describe(cell.args[-1]) for cell in closure if isinstance(cell, Call) and cell.args] if isinstance(closure, tuple) else []
+        cells = closure[:MAX_ITEMS] if isinstance(closure, tuple) else ()
+        record["closure"] = [describe(cell.args[-1]) for cell in cells if isinstance(cell, Call) and isinstance(cell.args, tuple) and cell.args]
         records.append(record)
     return records
 
@@ -181,12 +187,11 @@ def classes_by_value(trace: Trace) -> List[str]:
 
 
 def constants(trace: Trace, records: List[Dict[str, Any]]) -> List[float]:
-    """Float candidates for a schedule's value: closure cells first, then code constants, in order."""
+    """Float candidates for a schedule's value: closure cells first, then code constants, in order, each once."""
     found = [v for v in cell_values(trace) if isinstance(v, float)]
     for record in records:
         found.extend(record["float_consts"])
-    unique: List[float] = []
+    unique: Dict[str, float] = {}
     for value in found:
-        if value not in unique:
-            unique.append(value)
-    return unique
+        unique.setdefault(repr(value), value)
+    return list(unique.values())[:MAX_ITEMS]

@@ -11,7 +11,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional
 
-from envdoctor.sb3 import bytecode, classify, optimizer, schedules, system_info
+from envdoctor.sb3 import bytecode, classify, optimizer, pickle_vm, schedules, system_info
 from envdoctor.sb3.archive import SYSTEM_INFO, VERSION, ModelArchive
 
 # The policy module names the algorithm class to call `.load` on.
@@ -69,7 +69,8 @@ def inspect_model(path: Path) -> Dict[str, Any]:
     with ModelArchive(Path(path)) as model:
         info = system_info.parse(model.text(SYSTEM_INFO))
         minor = bytecode.minor_of(info.get("python"))
-        entries = [classify.classify(key, value, minor) for key, value in model.data.items() if serialized(value)]
+        budget = pickle_vm.Budget()
+        entries = [classify.classify(key, value, minor, budget) for key, value in model.data.items() if serialized(value)]
         by_key = {e["key"]: e for e in entries}
         lr_reads: Dict[str, Optional[float]] = {}
 

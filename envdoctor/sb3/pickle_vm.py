@@ -18,6 +18,20 @@ class CorruptPickle(Exception):
     """The bytes are not a pickle a Python unpickler could load (truncated, unknown opcode, bad stack)."""
 
 
+class TooLarge(Exception):
+    """The pickle has more opcodes than the budget allows: it cannot be judged in bounded time."""
+
+
+class Budget:
+    """Opcodes left to trace for one model, shared by its entries, so a hostile file costs bounded time.
+
+    Genuine SB3 entries hold at most a few thousand opcodes (arrays travel as one bytes opcode).
+    """
+
+    def __init__(self, opcodes: int = 500_000):
+        self.left = opcodes
+
+
 @dataclass(frozen=True)
 class Global:
     """A module attribute the pickle imports (GLOBAL, STACK_GLOBAL, INST)."""
@@ -43,15 +57,18 @@ class Call:
 
 @dataclass(eq=False)
 class Dict_:
-    """A pickled dict: keys may be unhashable nodes, so it keeps pairs in order."""
+    """A pickled dict: keys may be unhashable nodes, so it keeps pairs in order, and string keys indexed
+    (the last value wins, as in a real dict) so a lookup costs the same however large the dict is."""
 
     pairs: List[Tuple[Any, Any]] = field(default_factory=list)
+    by_name: Dict[str, Any] = field(default_factory=dict, repr=False)
 
-    def get(self, key: Any, default: Any = None) -> Any:
-        for k, v in self.pairs:
-            if isinstance(k, str) and k == key:
-                return v
-        return default
+    def add(self, pairs: List[Tuple[Any, Any]]) -> None:
+        self.pairs.extend(pairs)
+        self.by_name.update((k, v) for k, v in pairs if isinstance(k, str))
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self.by_name.get(key, default)
 
 
 @dataclass(eq=False)
@@ -79,6 +96,7 @@ class Trace:
     root: Any
     globals: List[Global]
     calls: List[Call]
+    builds: List[Tuple[Any, Any]]
     protocol: int
     opcodes: int
 
@@ -98,6 +116,7 @@ class _Machine:
         self.memo: Dict[int, Any] = {}
         self.globals: List[Global] = []
         self.calls: List[Call] = []
+        self.builds: List[Tuple[Any, Any]] = []
         self.protocol = 0
         self.root: Any = None
 
@@ -133,7 +152,7 @@ class _Machine:
             raise CorruptPickle("an odd number of items for a dict")
         pairs = list(zip(flat[::2], flat[1::2]))
         if isinstance(target, Dict_):
-            target.pairs.extend(pairs)
+            target.add(pairs)
         elif isinstance(target, Call):
             target.items.extend(pairs)
         else:
@@ -180,7 +199,8 @@ class _Machine:
         elif name == "EMPTY_SET":
             stack.append(Set_())
         elif name == "LIST":
-            self.stack.append(list(self.pop_mark()))
+            items = self.pop_mark()  # pop first: `self.stack` is another list afterwards
+            self.stack.append(list(items))
         elif name == "TUPLE":
             items = self.pop_mark()
             self.stack.append(tuple(items))
@@ -197,7 +217,8 @@ class _Machine:
             self.set_items(node, items)
             self.stack.append(node)
         elif name == "FROZENSET":
-            self.stack.append(Set_(self.pop_mark(), frozen=True))
+            items = self.pop_mark()
+            self.stack.append(Set_(items, frozen=True))
         elif name == "APPEND":
             value = stack.pop()
             self.extend(stack[-1], [value])
@@ -238,6 +259,7 @@ class _Machine:
         elif name == "BUILD":
             state = stack.pop()
             target = stack[-1]
+            self.builds.append((target, state))
             if isinstance(target, Call):
                 target.state.append(state)
         elif name == "PERSID":
@@ -252,19 +274,25 @@ class _Machine:
             raise CorruptPickle(f"unsupported opcode {name}")
 
 
-def run(data: bytes) -> Trace:
-    """Trace the pickle `data`; raises CorruptPickle when a real unpickler would fail on its structure."""
+def run(data: bytes, budget: Optional[Budget] = None) -> Trace:
+    """Trace the pickle `data`; raises CorruptPickle when a real unpickler would fail on its structure, and
+    TooLarge when it holds more opcodes than `budget` has left."""
     if not data:
         raise CorruptPickle("empty pickle")
+    budget = budget or Budget()
     machine = _Machine()
     count = 0
     try:  # genops itself raises on unknown opcodes, short arguments and a missing STOP
         for opcode, arg, _ in pickletools.genops(data):
             count += 1
+            if count > budget.left:
+                budget.left = 0
+                raise TooLarge(f"more than {count - 1} opcodes")
             machine.step(opcode.name, arg)
     except (ValueError, IndexError, TypeError, AttributeError, OverflowError) as error:
         raise CorruptPickle(f"{type(error).__name__}: {error}") from None
-    return Trace(machine.root, machine.globals, machine.calls, machine.protocol, count)
+    budget.left -= count
+    return Trace(machine.root, machine.globals, machine.calls, machine.builds, machine.protocol, count)
 
 
 def callee(node: Any) -> Optional[Global]:

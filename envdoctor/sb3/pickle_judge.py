@@ -1,0 +1,161 @@
+"""Judging a traced pickle against the allowlist: every global it names, every call it makes while loading.
+
+A global is judged by where it stands. As the callee of REDUCE/NEWOBJ/OBJ/INST it must be a loader or a
+listed value (a class SB3's stack defines); anywhere else it must be a listed value, or a plain reference to
+the user's own code in an entry that holds no code. Loader results that hand out powers are confined:
+`subimport` modules may only be values of a globals dict (where code reaches them through checked
+attribute paths), `_builtin_type` may not hand `CodeType`/`FunctionType` to code, and BUILD may only set
+the state of an object the pickle itself created. Every code object is judged by code_judge. Linear in
+the size of the trace: each node is visited once.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Dict, Iterable, List, Set, Tuple
+
+from envdoctor.sb3 import code_judge
+from envdoctor.sb3 import cloudpickle_reader as reader
+from envdoctor.sb3.allowlist import Allowlist, is_user_module
+from envdoctor.sb3.pickle_vm import Call, Dict_, Global, Set_, Trace, callee
+
+# Loader results that are modules, types, functions or classes: BUILD on them would rewrite shared state.
+NOT_BUILDABLE = {"subimport", "dynamic_subimport", "_builtin_type", "_make_function", "_make_skel_func",
+                 "_make_skeleton_class", "_make_skeleton_enum", "getitem"}
+CODE_MAKERS = {"CodeType", "FunctionType"}
+DATA, GLOBALS, SUBMODULES, CELL = "data", "globals", "submodules", "cell"
+
+
+def loader_name(node: Any) -> str:
+    target = callee(node)
+    return target.name if target else ""
+
+
+def first_arg(call: Call) -> Any:
+    return call.args[0] if isinstance(call.args, tuple) and call.args else None
+
+
+def call_reasons(call: Call, allow: Allowlist) -> Iterable[str]:
+    """Why making this call while loading is not something a genuine SB3 entry does."""
+    target = callee(call)
+    if target is None:
+        return
+    if allow.is_loader(target.dotted):
+        yield from loader_reasons(target, call, allow)
+    elif not allow.is_value(target.module, target.name):
+        yield f"calls {target.dotted} when loaded"
+
+
+def loader_reasons(target: Global, call: Call, allow: Allowlist) -> Iterable[str]:
+    argument = first_arg(call)
+    if target.name == "subimport" and argument not in allow.subimports:
+        yield f"imports the module {argument} when loaded"
+    elif target.name == "_builtin_type" and argument not in allow.builtin_types:
+        yield f"reaches types.{argument} when loaded"
+    elif target.name == "getitem" and not (isinstance(argument, Global) and argument.module in allow.getitem_targets):
+        yield f"indexes {reader.describe(argument, 0)} when loaded"
+
+
+def build_reasons(trace: Trace) -> Iterable[str]:
+    for target, _ in trace.builds:
+        if isinstance(target, Global):
+            yield f"rewrites the attributes of {target.dotted} when loaded"
+        elif isinstance(target, Call) and loader_name(target) in NOT_BUILDABLE:
+            yield f"rewrites the state of what {loader_name(target)} returns when loaded"
+
+
+def children(node: Any, place: str) -> Iterable[Tuple[Any, str]]:
+    """(child, place) pairs of a traced node; a callee is not a child (call_reasons judges it).
+
+    A place is "data", "globals" (a value of a dict with string keys: function globals, where code reaches
+    modules only through checked attribute paths) or "submodules" (cloudpickle's `_cloudpickle_submodules`
+    list, the submodules a function's globals need imported) or "cell" (a closure cell's value, which code
+    reads without an attribute path the judge can follow).
+    """
+    if isinstance(node, Call):
+        yield node.args, CELL if loader_name(node) in ("_make_cell", "cell_set") else DATA
+        for part in (node.state, node.items):
+            yield part, DATA
+    elif isinstance(node, (list, tuple)):
+        for item in node:
+            yield item, place if place in (SUBMODULES, CELL) else DATA
+    elif isinstance(node, Set_):
+        for item in node.items:
+            yield item, DATA
+    elif isinstance(node, Dict_):
+        for key, value in node.pairs:
+            yield key, DATA
+            yield value, SUBMODULES if key == "_cloudpickle_submodules" else GLOBALS if isinstance(key, str) else DATA
+
+
+def value_reasons(node: Any, place: str, has_code: bool, allow: Allowlist) -> Iterable[str]:
+    """Why `node`, standing as data (not as a callee), is not what a genuine entry holds there."""
+    if isinstance(node, Global):
+        if allow.is_value(node.module, node.name):
+            return
+        if is_user_module(node.module) and not has_code:
+            return
+        yield f"names {node.dotted}" + (" (a loader, as data)" if allow.is_loader(node.dotted) else "")
+    elif isinstance(node, Call):
+        name = loader_name(node)
+        if name == "subimport" and (place == DATA or place == CELL and first_arg(node) not in allow.path_wildcards):
+            yield f"hands the module {first_arg(node)} to code outside a globals dict"
+        elif name == "_builtin_type" and first_arg(node) in CODE_MAKERS:
+            yield f"hands types.{first_arg(node)} to code"
+
+
+def walk(trace: Trace, has_code: bool, allow: Allowlist) -> Tuple[List[str], Dict[str, Set[str]]]:
+    """Value reasons for every node reachable as data, and the modules each globals-dict name holds."""
+    found: List[str] = []
+    modules: Dict[str, Set[str]] = {}
+    seen: Set[Tuple[int, str]] = set()
+    pending: List[Tuple[Any, str]] = [(trace.root, DATA)] + [pair for call in trace.calls for pair in children(call, DATA)]
+    while pending:
+        node, place = pending.pop()
+        if isinstance(node, (Call, list, tuple, Set_, Dict_)):
+            if (id(node), place) in seen:
+                continue
+            seen.add((id(node), place))
+        found.extend(value_reasons(node, place, has_code, allow))
+        if isinstance(node, Dict_):
+            for key, value in node.pairs:
+                if isinstance(key, str) and loader_name(value) == "subimport" and isinstance(first_arg(value), str):
+                    modules.setdefault(key, set()).add(first_arg(value))
+        pending.extend(children(node, place))
+    return found, modules
+
+
+def code_reasons(trace: Trace, modules: Dict[str, Set[str]], allow: Allowlist) -> Iterable[str]:
+    """Each code object's reasons, computed once per distinct (code, names) pair however often it is shared."""
+    judged: Dict[Tuple[int, int, int], List[str]] = {}
+    for call in trace.calls:
+        if not reader.is_code_type(call.func):
+            continue
+        fields = reader.code_fields(call)
+        if fields is None:
+            yield f"holds a code object of an unknown layout ({len(call.args) if isinstance(call.args, tuple) else '?'} fields)"
+            continue
+        code, names = fields.get("code"), fields.get("names")
+        if not isinstance(code, bytes) or not isinstance(names, tuple):
+            yield "holds a code object whose bytecode or names cannot be read"
+            continue
+        key = (id(code), id(names), len(call.args))
+        if key not in judged:
+            judged[key] = code_judge.reasons(code, names, len(call.args), modules, allow)
+        label = reader.describe(fields.get("qualname", fields.get("name")))
+        for reason in judged[key]:
+            yield f"{label} {reason} when called"
+
+
+def reasons(trace: Trace, allow: Allowlist) -> List[str]:
+    """Why loading this entry, or calling the code in it, may run something a genuine entry never does."""
+    has_code = any(reader.is_code_type(call.func) for call in trace.calls)
+    found = [reason for call in trace.calls for reason in call_reasons(call, allow)]
+    found.extend(build_reasons(trace))
+    value_found, modules = walk(trace, has_code, allow)
+    found.extend(value_found)
+    found.extend(code_reasons(trace, modules, allow))
+    return unique(found)
+
+
+def unique(items: Iterable[str]) -> List[str]:
+    return list(dict.fromkeys(items))
