@@ -43,6 +43,7 @@ class Allowlist:
 
     def is_value(self, module: str, name: str) -> bool:
         """Listed exactly, or a class (CamelCase, undotted) under one of the listed module prefixes."""
+        module = "builtins" if module == "__builtin__" else module
         if f"{module}.{name}" in self.values:
             return True
         return bool(CLASS_NAME.match(name)) and under(module, self.value_prefixes)

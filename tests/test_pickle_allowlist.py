@@ -1,0 +1,271 @@
+"""The allowlist judgement of pickled SB3 entries, attacked: gadgets in every position, code that reaches out.
+
+Payloads are generated: each gadget global is placed as a callee (REDUCE, INST, OBJ, NEWOBJ) and as plain
+data, in protocols 0, 2 and 4, behind a `(l0` prefix and inside an `ep_info_buffer`-like dict. Every one must
+be dangerous; genuine values pickled by the real cloudpickle must not be.
+"""
+
+from __future__ import annotations
+
+import base64
+import collections
+import math
+import pickle
+import typing
+
+import cloudpickle
+import numpy as np
+import pytest
+
+from envdoctor.sb3.classify import classify
+
+GADGETS = [
+    ("os", "system"), ("posix", "system"), ("nt", "system"), ("subprocess", "Popen"), ("subprocess", "check_output"),
+    ("pydoc", "locate"), ("pkgutil", "resolve_name"), ("timeit", "timeit"), ("builtins", "eval"), ("builtins", "exec"),
+    ("builtins", "getattr"), ("builtins", "__import__"), ("builtins", "vars"), ("builtins", "open"),
+    ("builtins", "compile"), ("_operator", "attrgetter"), ("operator", "methodcaller"), ("importlib", "import_module"),
+    ("runpy", "run_path"), ("code", "InteractiveInterpreter"), ("ctypes", "CDLL"), ("pickle", "loads"),
+    ("marshal", "loads"), ("shutil", "rmtree"), ("webbrowser", "open"), ("functools", "partial"),
+    ("numpy", "load"), ("numpy.lib.npyio", "load"), ("torch", "load"), ("torch.storage", "_load_from_bytes"),
+    ("stable_baselines3.common.save_util", "load_from_zip_file"), ("stable_baselines3.common.save_util", "json_to_data"),
+    ("gymnasium", "make"), ("gymnasium.envs.registration", "load_env_creator"), ("typing", "get_type_hints"),
+    ("zipfile", "os.system"), ("numpy", "testing.os.system"), ("builtins", "__builtins__"), ("sys", "modules"),
+    ("cloudpickle.cloudpickle", "_make_function.__globals__"), ("copyreg", "_reconstructor.__globals__"),
+    ("collections", "deque.__init__.__globals__"), ("gymnasium.spaces.box", "Box.__init__"),
+]
+
+
+def unicode4(text: str) -> bytes:
+    raw = text.encode()
+    return b"\x8c" + bytes([len(raw)]) + raw
+
+
+def global4(module: str, name: str) -> bytes:
+    return unicode4(module) + unicode4(name) + b"\x93"
+
+
+def global0(module: str, name: str) -> bytes:
+    return b"c" + module.encode() + b"\n" + name.encode() + b"\n"
+
+
+def placements(module: str, name: str) -> dict:
+    """The same gadget in each position a loader reaches it from."""
+    arg4 = unicode4("true")
+    return {
+        "reduce-p4": b"\x80\x04" + global4(module, name) + arg4 + b"\x85R.",
+        "reduce-p0": global0(module, name) + b"(Vtrue\ntR.",
+        "inst-p0": b"(Vtrue\ni" + module.encode() + b"\n" + name.encode() + b"\n.",
+        "obj-p2": b"\x80\x02(" + global0(module, name) + b"Vtrue\no.",
+        "newobj-p4": b"\x80\x04" + global4(module, name) + arg4 + b"\x85\x81.",
+        "list-prefix-p0": b"(l0" + global0(module, name) + b"(Vtrue\ntR.",
+        "data-in-dict-p4": b"\x80\x04}" + unicode4("r") + global4(module, name) + b"s.",
+        "data-in-list-p2": b"\x80\x02]" + global0(module, name) + b"a\x85.",
+        "build-state-p4": b"\x80\x04" + global4("collections", "OrderedDict") + b")R}" + unicode4("x") + global4(module, name) + b"sb.",
+    }
+
+
+CASES = [(f"{m}.{n}:{where}", payload) for m, n in GADGETS for where, payload in placements(m, n).items()]
+
+
+def judged(payload: bytes, key: str = "learning_rate") -> dict:
+    return classify(key, {":serialized:": base64.b64encode(payload).decode()}, "3.11")
+
+
+@pytest.mark.parametrize("case, payload", CASES, ids=[c for c, _ in CASES])
+def test_every_gadget_in_every_position_is_dangerous(case, payload):
+    facts = judged(payload)
+    assert facts["verdict"] == "dangerous", (case, facts["verdict"], facts["reasons"])
+
+
+def test_the_issues_getitem_on_vars_of_builtins_is_dangerous():
+    payload = b"\x80\x04" + global4("_operator", "getitem") + global4("builtins", "vars") + global4("builtins", "__import__") + b"\x85R" + unicode4("exec") + b"\x86R."
+    facts = judged(payload)
+    assert facts["verdict"] == "dangerous" and any("builtins.vars" in r for r in facts["reasons"])
+
+
+def test_getattr_on_an_allowed_class_still_reaches_out():
+    payload = b"\x80\x04" + global4("builtins", "getattr") + global4("collections", "deque") + unicode4("__init__") + b"\x86R."
+    assert judged(payload)["verdict"] == "dangerous"
+
+
+def test_build_rewriting_a_class_or_a_module_is_dangerous():
+    on_class = b"\x80\x04" + global4("collections", "deque") + b"N}" + unicode4("__eq__") + b"K\x01s\x86b."
+    module = b"\x80\x04" + global4("cloudpickle.cloudpickle", "subimport") + unicode4("math") + b"\x85R}" + unicode4("pi") + b"K\x03sb."
+    assert judged(on_class)["verdict"] == "dangerous"
+    assert judged(module)["verdict"] == "dangerous"
+
+
+@pytest.mark.parametrize("module", ["os", "subprocess", "importlib", "numpy.lib", "torch.hub", "sys"])
+def test_subimport_of_a_module_outside_the_list_is_dangerous(module):
+    payload = b"\x80\x04" + global4("cloudpickle.cloudpickle", "subimport") + unicode4(module) + b"\x85R."
+    assert judged(payload)["verdict"] == "dangerous"
+
+
+@pytest.mark.parametrize("name", ["CodeType", "FunctionType"])
+def test_code_makers_handed_to_code_as_data_are_dangerous(name):
+    payload = b"\x80\x04}" + unicode4("make") + global4("cloudpickle.cloudpickle", "_builtin_type") + unicode4(name) + b"\x85Rs."
+    assert judged(payload)["verdict"] == "dangerous"
+
+
+def reaching_code():
+    """Schedules whose bytecode reaches outside what genuine schedules use (none of them is ever called)."""
+    def with_eval(p):
+        return eval("p * 0.1")
+
+    def with_getattr(p):
+        return getattr(math, "cos")(p)
+
+    def with_import(p):
+        return __import__("os").system("true") or p
+
+    def with_subclasses(p):
+        return ().__class__.__base__.__subclasses__() and p
+
+    def with_globals(p):
+        return with_globals.__globals__["__builtins__"] and p
+
+    def with_open(p):
+        return open("/etc/hostname").read() and p
+
+    def with_np_load(p):
+        return np.load("/tmp/x.npy", allow_pickle=True) + p
+
+    def with_np_lib(p):
+        return np.lib.npyio.load("/tmp/x") + p
+
+    def np_handed_around(p):
+        module = np
+        return module.load("/tmp/x") + p
+
+    def with_math_loader(p):
+        return math.__loader__ and p
+
+    def imports_subprocess(p):
+        import subprocess
+        return subprocess.call(["true"]) + p
+
+    def from_os_import(p):
+        from os import system
+        return system("true") + p
+
+    def with_compile(p):
+        return compile("1", "x", "eval") and p
+
+    def with_frame(p):
+        return (lambda: 0).__code__ and p
+
+    def with_vars(p):
+        return vars() and p
+
+    def with_breakpoint(p):
+        return breakpoint() or p
+
+    return [with_eval, with_getattr, with_import, with_subclasses, with_globals, with_open, with_np_load, with_np_lib,
+            np_handed_around, with_math_loader, imports_subprocess, from_os_import, with_compile, with_frame, with_vars,
+            with_breakpoint]
+
+
+@pytest.mark.parametrize("schedule", reaching_code(), ids=lambda f: f.__name__)
+def test_code_that_reaches_outside_the_allowlist_is_dangerous(schedule):
+    facts = judged(cloudpickle.dumps(schedule))
+    assert facts["verdict"] == "dangerous", facts["reasons"]
+
+
+def genuine_values():
+    """What SB3 really serialises, pickled by the real cloudpickle."""
+    import gymnasium
+
+    def linear_schedule(initial):
+        def func(progress_remaining: float) -> float:
+            return progress_remaining * initial
+        return func
+
+    def cosine(progress):
+        return 0.5 * (1 + np.cos(np.pi * (1 - progress))) * 3e-4
+
+    def with_math(progress):
+        return max(1e-5, math.exp(-3 * (1 - progress)) * 1e-3)
+
+    box = gymnasium.spaces.Box(low=-1.0, high=1.0, shape=(4,), dtype=np.float32)
+    box.seed(0)
+    return {
+        "closure": linear_schedule(3e-4),
+        "lambda": lambda _: 0.1,
+        "numpy-closure": cosine,
+        "math-closure": with_math,
+        "box": box,
+        "discrete": gymnasium.spaces.Discrete(3),
+        "multidiscrete": gymnasium.spaces.MultiDiscrete([2, 3]),
+        "dict-space": gymnasium.spaces.Dict({"a": gymnasium.spaces.Discrete(2), "b": box}),
+        "array": np.zeros((2, 4), dtype=np.float32),
+        "bool-array": np.array([True, False]),
+        "ep-info": collections.deque([{"r": np.float64(1.5), "l": 10, "t": 0.25}], maxlen=100),
+        "success": collections.deque([True, False], maxlen=100),
+        "ordered": collections.OrderedDict(a=1.0),
+        "generator": np.random.default_rng(0),
+        "annotations": typing.Dict[str, typing.List[float]],
+        "float": 0.5,
+    }
+
+
+@pytest.mark.parametrize("name, value", list(genuine_values().items()), ids=list(genuine_values()))
+def test_genuine_values_are_not_dangerous(name, value):
+    facts = judged(cloudpickle.dumps(value), key=name)
+    assert facts["verdict"] in ("reference", "code"), facts["reasons"]
+
+
+@pytest.mark.parametrize("protocol", range(pickle.HIGHEST_PROTOCOL + 1))
+def test_genuine_values_in_every_protocol_are_not_dangerous(protocol):
+    value = {"r": np.float64(1.0), "shape": (4,), "seq": collections.deque([1, 2]), "set": frozenset({1}), "l": [1, [2]]}
+    facts = judged(cloudpickle.dumps(value, protocol=protocol))
+    assert facts["verdict"] == "reference", facts["reasons"]
+
+
+def model_with(tmp_path, entries: dict):
+    import json
+    import zipfile
+
+    path = tmp_path / "model.zip"
+    data = {"gamma": 0.99, **{k: {":type:": "<class 'object'>", ":serialized:": base64.b64encode(v).decode()} for k, v in entries.items()}}
+    with zipfile.ZipFile(path, "w") as archive:
+        archive.writestr("data", json.dumps(data, indent=4))
+        archive.writestr("_stable_baselines3_version", "2.9.2")
+        archive.writestr("system_info.txt", "- Python: 3.11.7\n")
+    return path
+
+
+ISSUE_GADGETS = {
+    "pydoc.locate": lambda cmd: b"\x80\x04" + global4("pydoc", "locate") + unicode4("os.system") + b"\x85R" + unicode4(cmd) + b"\x85R.",
+    "pkgutil.resolve_name": lambda cmd: b"\x80\x04" + global4("pkgutil", "resolve_name") + unicode4("os:system") + b"\x85R" + unicode4(cmd) + b"\x85R.",
+    "timeit.timeit": lambda cmd: b"\x80\x04" + global4("timeit", "timeit") + b"(" + unicode4(f"__import__('os').system('{cmd}')")
+    + unicode4("pass") + global4("timeit", "default_timer") + b"K\x01tR.",
+}
+
+
+@pytest.mark.parametrize("gadget", list(ISSUE_GADGETS))
+@pytest.mark.parametrize("key", ["learning_rate", "ep_info_buffer"])
+def test_issue_gadgets_are_dangerous_in_inspect_and_check_and_never_copied_by_sanitize(tmp_path, gadget, key):
+    import json
+    import zipfile
+
+    from tests.conftest import run_envdoctor
+
+    marker = tmp_path / "PWNED"
+    pickle.loads(ISSUE_GADGETS[gadget](f"touch {marker}"))
+    assert marker.exists()  # the payload is live for a real unpickler
+    marker.unlink()
+    payload = ISSUE_GADGETS[gadget](f"touch {marker}")
+    path = model_with(tmp_path, {key: payload})
+    inspected = run_envdoctor("inspect", str(path), "--json", "-")
+    assert inspected.returncode == 1 and "sb3.dangerous-pickle" in [f["id"] for f in inspected.json()["findings"]]
+    checked = run_envdoctor("check", "--no-probe", "--no-save", "--only", "sb3", "--model", str(path), "--json", "-")
+    assert checked.returncode == 1 and "sb3.dangerous-pickle" in [f["id"] for f in checked.json()["findings"]]
+    out = tmp_path / "clean.zip"
+    result = run_envdoctor("sanitize", str(path), "-o", str(out), "--learning-rate", "0.001")
+    if key == "learning_rate":  # a schedule is replaced by a number, never copied
+        assert result.returncode == 0, result
+        data = json.loads(zipfile.ZipFile(out).read("data"))
+        assert data["learning_rate"] == 0.001 and base64.b64encode(payload).decode() not in json.dumps(data)
+    else:
+        assert result.returncode == 2 and key in result.stderr and not out.exists()
+    assert not marker.exists()
