@@ -28,7 +28,7 @@ class Budget:
     Genuine SB3 entries hold at most a few thousand opcodes (arrays travel as one bytes opcode).
     """
 
-    def __init__(self, opcodes: int = 500_000):
+    def __init__(self, opcodes: int = 100_000):
         self.left = opcodes
 
 
