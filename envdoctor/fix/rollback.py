@@ -9,27 +9,34 @@ uninstall needs only the wheels that were removed.
 from __future__ import annotations
 
 import re
-import shlex
 from typing import Dict, Sequence, Tuple
 
-from envdoctor.checks.facts import normalize
+from envdoctor.fix import FixError
+from envdoctor.fix.freeze_lines import FreezeLine, parse
 from envdoctor.fix.installer import Installer
 from envdoctor.fix.plan import Plan, Step, StepKind, StepStatus
 from envdoctor.fix.record import Record
 
-NAME = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)")
 LOCAL_VARIANT = re.compile(r"==[^\s;]+\+(cu\d+|cpu|rocm[\d.]+|xpu)\b")
 PYTORCH_INDEX = "https://download.pytorch.org/whl/"
 
 
-def line_key(line: str) -> str:
-    """The distribution a freeze line is about; an editable line is its own key."""
-    match = NAME.match(line)
-    return normalize(match.group(1)) if match and not line.startswith("-") else line
+def parsed(lines: Sequence[str]) -> Dict[str, FreezeLine]:
+    """The requirements of a freeze by the distribution each is about; comments are left out."""
+    found: Dict[str, FreezeLine] = {}
+    for line in lines:
+        try:
+            requirement = parse(line)
+        except ValueError as error:
+            raise FixError(f"cannot read the freeze line {line[:200]!r}: {error}") from None
+        if requirement is not None:
+            found[requirement.key] = requirement
+    return found
 
 
 def by_key(lines: Sequence[str]) -> Dict[str, str]:
-    return {line_key(line): line for line in lines if line.strip() and not line.lstrip().startswith("#")}
+    """Distribution -> its freeze text: two freezes are the same environment when these are equal."""
+    return {key: requirement.text for key, requirement in parsed(lines).items()}
 
 
 def variant_indexes(lines: Sequence[str]) -> Tuple[str, ...]:
@@ -41,9 +48,10 @@ def variant_indexes(lines: Sequence[str]) -> Tuple[str, ...]:
 def restore_plan(record: Record, current: Sequence[str]) -> Plan:
     """The steps that turn the environment whose freeze is `current` back into `record`."""
     installer: Installer = record.installer
-    wanted, present = by_key(record.freeze), by_key(current)
-    extra = sorted(k for k in present if k not in wanted and not k.startswith("-"))
+    wanted, present = parsed(record.freeze), parsed(current)
+    extra = sorted(k for k, line in present.items() if k not in wanted and not line.editable_without_name)
     changed = [line for key, line in wanted.items() if present.get(key) != line]
+    texts = [line.text for line in changed]
     steps = (
         Step(
             StepKind.UNINSTALL,
@@ -54,10 +62,10 @@ def restore_plan(record: Record, current: Sequence[str]) -> Plan:
         ),
         Step(
             StepKind.INSTALL,
-            f"Reinstall the recorded versions: {', '.join(changed) or 'nothing'}",
+            f"Reinstall the recorded versions: {', '.join(texts) or 'nothing'}",
             "missing or at another version than recorded" if changed else "every recorded version is in place",
             StepStatus.PLANNED if changed else StepStatus.SKIPPED,
-            installer.install(["--no-deps", *variant_indexes(changed), *(a for line in changed for a in shlex.split(line))]) if changed else (),
+            installer.install(["--no-deps", *variant_indexes(texts), *(a for line in changed for a in line.args)]) if changed else (),
         ),
     )
     return Plan(
