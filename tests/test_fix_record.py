@@ -60,9 +60,9 @@ def test_a_report_is_not_a_record(tmp_path):
 
 
 @pytest.mark.parametrize("document, message", [
-    ({"kind": "envdoctor-fix-record"}, r"damaged envdoctor fix record \(KeyError: 'created'\)"),
-    ({"kind": "envdoctor-fix-record", "created": "x", "installer": {"name": "pip"}, "freeze": []}, r"damaged .*'python'"),
-    ({"kind": "envdoctor-fix-record", "created": "x", "installer": {"name": "pip", "python": PY}, "freeze": None}, r"damaged .*TypeError"),
+    ({"kind": "envdoctor-fix-record"}, r"damaged envdoctor fix record: created is missing"),
+    ({"kind": "envdoctor-fix-record", "created": "x", "installer": {"name": "pip"}, "freeze": [], "distributions": []}, r"damaged .*: installer/python is missing"),
+    ({"kind": "envdoctor-fix-record", "created": "x", "installer": {"name": "pip", "python": PY}, "freeze": None, "distributions": []}, r"damaged .*: freeze must be array, not null"),
 ])
 def test_a_damaged_record_is_a_usage_error(tmp_path, document, message):
     (tmp_path / "record.json").write_text(json.dumps(document))
