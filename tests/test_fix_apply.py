@@ -127,7 +127,7 @@ def test_mixed_wheels_apply_verifies_and_rollback_restores_the_freeze(mixed, env
     assert saved["outcome"]["outcome"] == "applied" and saved["plan"]["action"] == "mixed-wheels"
     assert {"nvidia-cuda-runtime-cu11", "torch"} <= {d["name"] for d in saved["distributions"]}
 
-    undo = envdoctor("fix", "--rollback", str(record), "--yes", env=offline)
+    undo = envdoctor("fix", "--rollback", str(record), "--python", str(mixed), "--yes", env=offline)
     assert undo.returncode == 0, undo
     assert "restored the environment" in undo.stdout
     assert freeze(mixed) == frozen
@@ -189,7 +189,7 @@ def test_uv_installer_applies_and_rolls_back(venvs, envdoctor, wheel_dir, tmp_pa
     assert Path(uninstall[0]).name == "uv" and uninstall[1:] == ["pip", "uninstall", "--python", str(python), "nvidia-cuda-runtime-cu11", "nvidia-cuda-runtime-cu12"]
     assert document["result"]["outcome"] == "applied"
     assert uv_freeze(python) == frozen.replace("nvidia-cuda-runtime-cu11==11.7.99\nnvidia-cuda-runtime-cu12==12.1.105\n", "")
-    undo = envdoctor("fix", "--rollback", str(only_record(tmp_path / "reports")), "--yes", env=env)
+    undo = envdoctor("fix", "--rollback", str(only_record(tmp_path / "reports")), "--python", str(python), "--yes", env=env)
     assert undo.returncode == 0, undo
     assert uv_freeze(python) == frozen
 

@@ -6,6 +6,9 @@ it failed (and was rolled back); 2 bad usage.
 
 from __future__ import annotations
 
+import shlex
+import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Optional
 
@@ -68,17 +71,44 @@ def show(plan: Plan, result, fmt: str, json_out: Optional[str]) -> None:
         click.echo(render.result_text(result), nl=False)
 
 
+NO_ANSWER = "no answer at the prompt: standard input is closed or at its end; pass --yes to carry out the plan without asking"
+
+
 def prompt(plan: Plan) -> bool:
+    """Ask on standard input; no input at all is a usage error, never a yes and never a traceback."""
+    if sys.stdin is None or sys.stdin.closed:
+        raise UsageError(NO_ANSWER)
     count = len(plan.changes)
-    return click.confirm(f"Carry out {count} step{'s' if count != 1 else ''} in {plan.python}?", default=False, err=True)
+    try:
+        return click.confirm(f"Carry out {count} step{'s' if count != 1 else ''} in {plan.python}?", default=False, err=True)
+    except click.exceptions.Abort as error:
+        if isinstance(error.__context__, EOFError):
+            click.echo(err=True)  # end the question's line, so the error is a line of its own
+            raise UsageError(NO_ANSWER) from None
+        raise
 
 
 def progress(line: str) -> None:
     click.echo(line, err=True)
 
 
-def run_rollback(record_path: str, yes: bool, fmt: str, json_out: Optional[str]) -> int:
+def rollback_installer(record: records.Record, record_path: str, python: Optional[str], installer_name: Optional[str]) -> installers.Installer:
+    """The installer of the interpreter the user named (or this one), never one a record names: a record
+    is data, and restoring it into another environment than it was taken of would wreck that one."""
+    target = resolve_python(python)
+    recorded = record.installer.python
+    if not records.belongs_to(record, target):
+        raise UsageError(
+            f"{record_path} records the environment of {recorded}, not {target}; "
+            f"to restore it there: envdoctor fix --rollback {shlex.quote(record_path)} --python {shlex.quote(recorded)}"
+        )
+    facts = gather(target, ("target",))
+    return installers.choose(facts.get("target", {}), target, installer_name or record.installer.name)
+
+
+def run_rollback(record_path: str, python: Optional[str], installer_name: Optional[str], yes: bool, fmt: str, json_out: Optional[str]) -> int:
     record = records.load(Path(record_path))
+    record = replace(record, installer=rollback_installer(record, record_path, python, installer_name))
     plan = applying.plan_restore(record)
     if fmt == "text" and json_out != STDOUT:
         click.echo(render.text(plan), nl=False)
@@ -93,7 +123,7 @@ def run_rollback(record_path: str, yes: bool, fmt: str, json_out: Optional[str])
 @click.option("--with", "with_packages", multiple=True, type=click.Choice(COMPANIONS), help="With --pin-cuda: also install this companion (default: only those installed).")
 @click.option("--mixed-wheels", is_flag=True, help="Remove the NVIDIA wheel families nothing installed needs.")
 @click.option("--threads", is_flag=True, help="Print the thread-pool variables to export for this machine's usable CPUs.")
-@click.option("--rollback", "rollback", metavar="RECORD", help="Restore the environment recorded by an earlier --apply (its folder or record.json).")
+@click.option("--rollback", "rollback", metavar="RECORD", help="Restore the environment recorded by an earlier --apply (its folder or record.json) into the --python it was recorded from.")
 @click.option("--python", "python", metavar="PATH", help="Interpreter (or venv folder) to fix [default: this one].")
 @click.option("--installer", "installer_name", type=click.Choice(installers.INSTALLERS), help="Installer to run [default: pip if the target has it, else uv].")
 @click.option("--from", "from_report", metavar="REPORT.json", help="Plan for the facts recorded in a report (plan only).")
@@ -109,7 +139,7 @@ def fix(pin_cuda, torch_version, with_packages, mixed_wheels, threads, rollback,
     if (torch_version or with_packages or force) and action != "pin-cuda":
         raise UsageError("--torch, --with and --force go with --pin-cuda")
     if action == "rollback":
-        return run_rollback(rollback, yes, fmt, json_out)
+        return run_rollback(rollback, python, installer_name, yes, fmt, json_out)
     if do_apply and from_report:
         raise UsageError("--apply changes this machine; it cannot apply a plan made for a recorded report")
     if do_apply and action == "threads":
