@@ -269,3 +269,24 @@ def test_issue_gadgets_are_dangerous_in_inspect_and_check_and_never_copied_by_sa
     else:
         assert result.returncode == 2 and key in result.stderr and not out.exists()
     assert not marker.exists()
+
+
+@pytest.mark.parametrize("filler", ["_function_setstate", "_class_setstate", "cell_set"])
+def test_fillers_may_only_fill_what_the_pickle_made(filler):
+    target = global4("stable_baselines3.common.utils", "FloatSchedule")
+    payload = b"\x80\x04" + global4("cloudpickle.cloudpickle", filler) + target + b"}N\x86\x86R."
+    facts = judged(payload)
+    assert facts["verdict"] == "dangerous" and any("did not make" in r for r in facts["reasons"])
+
+
+def test_code_naming_beyond_its_names_is_dangerous():
+    import sys
+
+    from envdoctor.sb3 import allowlist, code_judge
+
+    def schedule(p):
+        return min(p, 1.0)
+
+    layout = 18 if sys.version_info >= (3, 11) else 16  # LOAD_GLOBAL 0 with no names reads past the tuple
+    found = code_judge.reasons(schedule.__code__.co_code, (), layout, {}, allowlist.load())
+    assert any("co_names[0] of 0" in r for r in found), found

@@ -26,8 +26,12 @@ GLOBAL_WRITES = ("STORE_GLOBAL", "DELETE_GLOBAL", "STORE_NAME", "DELETE_NAME")
 def reasons(code: bytes, names: Sequence[object], n_args: int, modules: Mapping[str, Set[str]], allow: Allowlist) -> List[str]:
     """Why calling this code could run commands or code (empty: it cannot), under every numbering."""
     found: Set[str] = set()
-    for minor in bytecode.candidate_minors(n_args, code) or bytecode.numberings(n_args):
-        found.update(read(list(bytecode.instructions(code, minor)), names, modules, allow))
+    candidates = bytecode.candidate_minors(n_args, code)
+    for minor in candidates or bytecode.numberings(n_args):
+        ops = list(bytecode.instructions(code, minor))
+        found.update(read(ops, names, modules, allow))
+        if candidates:  # under a numbering that runs it, a name beyond co_names reads whatever memory follows
+            found.update(f"reads co_names[{index}] of {len(names)}" for name, index in ops if name and index >= len(names))
     return sorted(found)
 
 

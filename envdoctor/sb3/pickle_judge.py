@@ -22,6 +22,14 @@ from envdoctor.sb3.pickle_vm import Call, Dict_, Global, Set_, Trace, callee
 NOT_BUILDABLE = {"subimport", "dynamic_subimport", "_builtin_type", "_make_function", "_make_skel_func",
                  "_make_skeleton_class", "_make_skeleton_enum", "getitem"}
 CODE_MAKERS = {"CodeType", "FunctionType"}
+# Loaders that fill in an object: only one the pickle made with the matching maker, never a class or function
+# of a real module (that would rewrite it for the whole process).
+FILLERS = {
+    "_function_setstate": {"_make_function", "_make_skel_func"},
+    "_fill_function": {"_make_function", "_make_skel_func"},
+    "_class_setstate": {"_make_skeleton_class", "_make_skeleton_enum"},
+    "cell_set": {"_make_empty_cell"},
+}
 DATA, GLOBALS, SUBMODULES, CELL = "data", "globals", "submodules", "cell"
 
 
@@ -53,6 +61,8 @@ def loader_reasons(target: Global, call: Call, allow: Allowlist) -> Iterable[str
         yield f"reaches types.{argument} when loaded"
     elif target.name == "getitem" and not (isinstance(argument, Global) and argument.module in allow.getitem_targets):
         yield f"indexes {reader.describe(argument, 0)} when loaded"
+    elif target.name in FILLERS and loader_name(argument) not in FILLERS[target.name]:
+        yield f"{target.name} rewrites {reader.describe(argument, 0)}, which the pickle did not make, when loaded"
 
 
 def build_reasons(trace: Trace) -> Iterable[str]:
