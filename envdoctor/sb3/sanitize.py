@@ -3,8 +3,10 @@
 Only the schedule keys that hold code, are corrupt or dangerous, or need a module outside SB3's stack
 are replaced (schedules.py). `data` is rewritten the way SB3 writes it (`json.dumps(data, indent=4)`),
 every other member is streamed byte for byte under its original name, date and compression, and an
-audit member records what changed and why. The output is written to a temporary file next to it and
-renamed into place; the input is only read.
+audit member records what changed and why. A model holding a member that is not a plain file under a
+safe relative name is refused, so a clean copy never carries a `../` name or a symlink entry. The
+output is written to a temporary file next to it and renamed into place, only ever over a regular file
+(never through a symbolic link, never over a device, FIFO or socket); the input is only read.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import stat
 import tempfile
 import zipfile
 import zlib
@@ -23,7 +26,7 @@ from typing import Any, Dict, Mapping, Optional
 from envdoctor import __version__
 from envdoctor.errors import UsageError
 from envdoctor.sb3 import advice, optimizer, schedules
-from envdoctor.sb3.archive import AUDIT, DATA, ModelArchive, ModelFileError
+from envdoctor.sb3.archive import AUDIT, DATA, ModelArchive, ModelFileError, printable
 from envdoctor.sb3.forensics import inspect_model
 
 CHUNK = 1 << 20
@@ -41,22 +44,46 @@ class Sanitized:
 def refuse_blockers(facts: Mapping[str, Any]) -> None:
     blockers = advice.sanitize_blockers(facts)
     if blockers:
-        details = "; ".join(f"{e['key']} ({e['verdict']}: {', '.join(e['reasons']) or 'unreadable'})" for e in blockers)
+        details = "; ".join(f"{printable(e['key'])} ({printable(e['verdict'])}: {printable(', '.join(e['reasons'])) or 'unreadable'})" for e in blockers)
         raise UsageError(
             f"cannot sanitize {facts['path']}: {details}. These are not schedules and cannot be replaced by numbers; "
             "load it with custom_objects holding your real classes under the Python that saved it, then save it again"
         )
 
 
+def refuse_unsafe_members(model: ModelArchive) -> None:
+    unsafe = model.unsafe_members()
+    if unsafe:
+        raise UsageError(
+            f"cannot sanitize {model.path}: member {'; '.join(unsafe)}. A clean copy holds only plain files "
+            "under safe relative names; this zip was not written by SB3"
+        )
+
+
 def check_paths(source: Path, output: Path, force: bool) -> None:
     if output.exists() and source.exists() and os.path.samefile(source, output):
         raise UsageError(f"{output} is the input file; sanitize never modifies its input")
-    if output.is_dir():
-        raise UsageError(f"{output} is a folder; give the file to write")
-    if output.exists() and not force:
-        raise UsageError(f"{output} exists; pass --force to replace it")
+    check_output(output, force)
     if not output.parent.is_dir():
         raise UsageError(f"{output.parent} is not a folder")
+
+
+def check_output(output: Path, force: bool) -> None:
+    """OUT is a new name or, with --force, a regular file: never a link (or what it points to), a folder or a device."""
+    try:
+        mode = os.lstat(output).st_mode
+    except FileNotFoundError:
+        return
+    except OSError as error:
+        raise UsageError(f"cannot write {output}: {error.strerror or error}") from None
+    if stat.S_ISLNK(mode):
+        raise UsageError(f"{output} is a symbolic link; sanitize writes a regular file, never through a link")
+    if stat.S_ISDIR(mode):
+        raise UsageError(f"{output} is a folder; give the file to write")
+    if not stat.S_ISREG(mode):
+        raise UsageError(f"{output} is a device, FIFO or socket; sanitize replaces only a regular file")
+    if not force:
+        raise UsageError(f"{output} exists; pass --force to replace it")
 
 
 def audit(source: Path, replaced: Mapping[str, Any]) -> bytes:
@@ -91,8 +118,9 @@ def copy_member(model: ModelArchive, info: zipfile.ZipInfo, out: zipfile.ZipFile
     return digest.hexdigest()
 
 
-def write(model: ModelArchive, output: Path, data_bytes: bytes, audit_bytes: bytes) -> Dict[str, str]:
-    """Write the new zip to a temporary file beside `output`, then rename it into place."""
+def write(model: ModelArchive, output: Path, data_bytes: bytes, audit_bytes: bytes, force: bool) -> Dict[str, str]:
+    """Write the new zip to a temporary file beside `output`, then rename it into place (OUT is checked
+    again first: copying the weights takes a while, and OUT may have become a link or a device meanwhile)."""
     try:
         handle, temporary = tempfile.mkstemp(prefix=f".{output.name}.", suffix=".tmp", dir=output.parent)
     except OSError as error:
@@ -106,6 +134,7 @@ def write(model: ModelArchive, output: Path, data_bytes: bytes, audit_bytes: byt
                 elif info.filename != AUDIT:
                     copied[info.filename] = copy_member(model, info, out)
             out.writestr(zipfile.ZipInfo(AUDIT, date_time=model.infos[DATA].date_time), audit_bytes)
+        check_output(output, force)
         os.replace(temporary, output)
     except BaseException as error:
         if os.path.exists(temporary):
@@ -123,6 +152,7 @@ def sanitize(source: Path, output: Path, overrides: Mapping[str, Optional[float]
     check_paths(source, output, force)
     refuse_blockers(facts)
     with ModelArchive(source) as model:
+        refuse_unsafe_members(model)
         entries = {e["key"]: e for e in facts["entries"]}
         last_lr = lru_cache(maxsize=1)(lambda: optimizer.last_learning_rate(model))
         replaced = schedules.plan(model.data, entries, overrides, last_lr)
@@ -130,5 +160,5 @@ def sanitize(source: Path, output: Path, overrides: Mapping[str, Optional[float]
         for key, choice in replaced.items():
             data[key] = choice["value"]
         data_bytes = json.dumps(data, indent=4).encode("utf-8") if replaced else model.data_bytes
-        copied = write(model, output, data_bytes, audit(source, replaced))
+        copied = write(model, output, data_bytes, audit(source, replaced), force)
     return Sanitized(output, replaced, copied)
