@@ -37,6 +37,8 @@ MARKER_VARIABLE = "ENVDOCTOR_CHILD"
 DRAIN_S = 1.0
 POLL_S = 0.1  # how often a wait with quiet pipes looks whether the child has ended
 CHUNK = 65536
+KEPT_BYTES = 8 << 20  # of each stream's output, the first and the last this many bytes are kept
+LONGEST_LINE = 1 << 20  # a streamed line without its end this long is handed over as it is
 KILL_ROUNDS = 5  # a family that forks while it is being killed is looked for again
 REAP_S = 5.0  # a SIGKILLed child stuck in the kernel (a hung driver call) is not waited on longer
 PR_SET_PDEATHSIG = 1
@@ -279,6 +281,32 @@ def read_pipes(child: Child, sinks: Mapping[int, Sink], deadline: float) -> bool
                     selector.unregister(key.fd)
 
 
+class Kept:
+    """A stream's output, bounded: the beginning (a JSON answer, a version line) and the end (a crash's
+    stack dump, an installer's verdict) of a child that writes without end."""
+
+    def __init__(self, limit: int = KEPT_BYTES):
+        self.limit = limit
+        self.head = bytearray()
+        self.tail = bytearray()
+        self.left_out = 0
+
+    def feed(self, data: bytes) -> None:
+        room = self.limit - len(self.head)
+        if room > 0:
+            self.head += data[:room]
+            data = data[room:]
+        self.tail += data
+        excess = len(self.tail) - self.limit
+        if excess > 0:
+            del self.tail[:excess]
+            self.left_out += excess
+
+    def text(self) -> str:
+        gap = f"\n[... {self.left_out} bytes left out ...]\n".encode() if self.left_out else b""
+        return decode(self.head + gap + self.tail)
+
+
 def decode(data: bytes) -> str:
     """Child output as text, newlines normalised as text-mode pipes would."""
     return bytes(data).decode("utf-8", errors="replace").replace("\r\n", "\n").replace("\r", "\n")
@@ -289,18 +317,20 @@ class LineSplitter:
 
     def __init__(self, on_line: Callable[[str], None]):
         self.on_line = on_line
-        self.raw = bytearray()
+        self.kept = Kept()
         self.pending = bytearray()
 
     def feed(self, data: bytes) -> None:
-        self.raw += data
+        self.kept.feed(data)
         self.pending += data
         while True:
             at = self.pending.find(b"\n")
             if at < 0:
-                return
+                break
             self.emit(self.pending[:at])
             del self.pending[: at + 1]
+        if len(self.pending) > LONGEST_LINE:
+            self.close()
 
     def close(self) -> None:
         if self.pending:
@@ -405,9 +435,9 @@ def run_piped(argv: Sequence[str], timeout: float, env, cwd, stdout: Sink, stder
 
 def run_child(argv: Sequence[str], *, timeout: float, env: Optional[Mapping[str, str]] = None, cwd: Optional[str] = None) -> ChildResult:
     """Run `argv` in its own session and return how it ended; never raises for the child's fate."""
-    stdout, stderr = bytearray(), bytearray()
-    result = run_piped(argv, timeout, env, cwd, stdout.extend, stderr.extend)
-    return replace(result, stdout=decode(stdout), stderr=decode(stderr))
+    stdout, stderr = Kept(), Kept()
+    result = run_piped(argv, timeout, env, cwd, stdout.feed, stderr.feed)
+    return replace(result, stdout=stdout.text(), stderr=stderr.text())
 
 
 def stream_child(
@@ -425,4 +455,4 @@ def stream_child(
     lines = LineSplitter(on_line)
     result = run_piped(argv, timeout, env, cwd, lines.feed, None)
     lines.close()
-    return replace(result, stdout=decode(lines.raw))
+    return replace(result, stdout=lines.kept.text())
