@@ -36,6 +36,7 @@ MARKER_VARIABLE = "ENVDOCTOR_CHILD"
 # After the child has ended, how long output may still arrive from descendants that share its pipes.
 DRAIN_S = 1.0
 POLL_S = 0.1  # how often a wait with quiet pipes looks whether the child has ended
+CLOSED_POLL_S = 0.01  # the same once every pipe is closed: the child is about to end
 CHUNK = 65536
 KEPT_BYTES = 8 << 20  # of each stream's output, the first and the last this many bytes are kept
 LONGEST_LINE = 1 << 20  # a streamed line without its end this long is handed over as it is
@@ -270,7 +271,7 @@ def read_pipes(child: Child, sinks: Mapping[int, Sink], deadline: float) -> bool
             end = deadline if ended_at is None else min(deadline, ended_at + DRAIN_S)
             if (ended_at is not None and not open_pipes) or now >= end:
                 return ended_at is None
-            for key, _ in selector.select(min(POLL_S if open_pipes else 0.01, end - now)):
+            for key, _ in selector.select(min(POLL_S if open_pipes else CLOSED_POLL_S, end - now)):
                 try:
                     data = os.read(key.fd, CHUNK)
                 except BlockingIOError:
