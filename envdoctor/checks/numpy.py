@@ -3,19 +3,25 @@
 torch <= 2.2 was built against NumPy 1.x; 2.3 is the first built against NumPy 2 (pytorch#107302,
 rgommers in pytorch#132179). NumPy 2 prints "A module that was compiled using NumPy 1.x cannot be run
 in NumPy 2.x" and torch falls back to "Numpy is not available" (shared knowledge notes §8).
+Most other compiled packages built for NumPy 1.x say nothing of it in their metadata, so the installed
+versions are also judged against knowledge/numpy2.csv without importing anything. The reverse, a
+release that requires NumPy 2 beside NumPy 1.x, is its own finding, `numpy.too-old`: a warning, since
+such a wheel was built against NumPy 2 and its project no longer supports NumPy 1.x rather than
+being known to crash there.
 """
 
 from __future__ import annotations
 
 import re
-from typing import Any, Iterable, List, Mapping
+from typing import Any, Dict, Iterable, Iterator, List, Mapping, Tuple
 
 from packaging.version import Version
 
 from envdoctor.checks import check
-from envdoctor.checks.facts import distributions, installed_version, normalize
+from envdoctor.checks.facts import distributions, installed_version, normalize, parse_version
 from envdoctor.checks.wheels import installer_command, marker_environment, requirements, torch_build
-from envdoctor.knowledge import minor_of, torch_matrix
+from envdoctor.knowledge import minor_of, numpy2, torch_matrix
+from envdoctor.knowledge.numpy2 import NumpyTwoRelease
 from envdoctor.model import Finding, Remedy, Severity
 
 # Only a requirement with an upper bound or an exact pin can shut NumPy 2 out; the rest is not parsed.
@@ -25,18 +31,57 @@ LAST_NUMPY_1 = "1.26.4"
 FIRST_TORCH_FOR_NUMPY_2 = Version("2.3")
 
 
-def needs_numpy_1(facts: Mapping[str, Any], numpy: Version) -> List[str]:
-    """Installed distributions whose metadata accepts NumPy 1.x but not the installed NumPy 2."""
+def metadata_needs_numpy_1(facts: Mapping[str, Any], numpy: Version) -> Dict[str, List[str]]:
+    """Installed distributions whose metadata accepts NumPy 1.x but not the installed NumPy 2, with those requirements."""
     environment = marker_environment(facts)
-    found = []
+    found: Dict[str, List[str]] = {}
     for name, dist in sorted(distributions(facts).items()):
         for requirement in requirements(dist, environment, NUMPY_REQUIREMENT):
             if normalize(requirement.name) != "numpy":
                 continue
             spec = requirement.specifier
             if spec.contains(LAST_NUMPY_1, prereleases=True) and not spec.contains(numpy, prereleases=True):
-                found.append(f"{dist['name']} {dist['version']} (numpy{spec})")
+                found.setdefault(name, []).append(f"numpy{spec}")
     return found
+
+
+def installed_releases(facts: Mapping[str, Any]) -> Iterator[Tuple[str, Version, NumpyTwoRelease]]:
+    """(normalized name, installed version, table row) of each installed distribution numpy2.csv knows."""
+    known = numpy2.table()
+    for name, dist in sorted(distributions(facts).items()):
+        version = parse_version(dist["version"])
+        if name in known and version is not None:
+            yield name, version, known[name]
+
+
+def built_for_numpy_1(facts: Mapping[str, Any]) -> Dict[str, NumpyTwoRelease]:
+    """Installed distributions older than their project's first release built for NumPy 2."""
+    return {name: release for name, version, release in installed_releases(facts) if release.built_for_numpy_1(version)}
+
+
+def culprit_line(dist: Mapping[str, Any], reasons: List[str]) -> str:
+    return f"{dist['name']} {dist['version']} ({'; '.join(reasons)})"
+
+
+def needs_numpy_1(facts: Mapping[str, Any], numpy: Version, too_old: Mapping[str, NumpyTwoRelease]) -> List[str]:
+    """One line per distribution that cannot run under `numpy`: by its metadata, by numpy2.csv, or both."""
+    by_metadata = metadata_needs_numpy_1(facts, numpy)
+    dists = distributions(facts)
+    lines = []
+    for name in sorted(set(by_metadata) | set(too_old)):
+        reasons = list(by_metadata.get(name, ()))
+        if name in too_old:
+            reasons.append(f"first built for NumPy 2: {too_old[name].first_built}")
+        lines.append(culprit_line(dists[name], reasons))
+    return lines
+
+
+def numpy_2_builds_upgrade(facts: Mapping[str, Any], too_old: Mapping[str, NumpyTwoRelease]) -> List[Remedy]:
+    """Each package built for NumPy 1.x moved to its first release built for NumPy 2, in one install."""
+    if not too_old:
+        return []
+    args = [f"{release.project}>={release.first_built}" for _, release in sorted(too_old.items())]
+    return [Remedy("or upgrade the packages built for NumPy 1.x to releases built for NumPy 2:", installer_command(facts, "install", args))]
 
 
 def old_torch(facts: Mapping[str, Any]) -> bool:
@@ -60,7 +105,8 @@ def abi_mismatch(facts: Mapping[str, Any]) -> Iterable[Finding]:
     numpy = installed_version(facts, "numpy")
     if numpy is None or numpy < NUMPY_2:
         return
-    culprits = needs_numpy_1(facts, numpy)
+    too_old = built_for_numpy_1(facts)
+    culprits = needs_numpy_1(facts, numpy, too_old)
     if old_torch(facts):
         culprits.insert(0, f"torch {installed_version(facts, 'torch')} (built against NumPy 1.x; 2.3 is the first built for NumPy 2)")
     if not culprits:
@@ -74,10 +120,51 @@ def abi_mismatch(facts: Mapping[str, Any]) -> Iterable[Finding]:
             "using NumPy 1.x cannot be run in NumPy 2.x\", \"_ARRAY_API not found\"; torch then reports \"Numpy is not "
             "available\"). Needing NumPy 1.x: " + "; ".join(culprits) + "."
         ),
-        evidence={"numpy": str(numpy), "needs_numpy_1": culprits},
+        evidence={"numpy": str(numpy), "needs_numpy_1": culprits, "first_built_for_numpy_2": {r.project: str(r.first_built) for r in too_old.values()}},
         remedies=(
             Remedy("Install the last NumPy 1.x:", installer_command(facts, "install", ["numpy<2"])),
+            *numpy_2_builds_upgrade(facts, too_old),
             *(torch_upgrade(facts) if old_torch(facts) else ()),
         ),
-        references=("https://github.com/pytorch/pytorch/issues/107302", "https://numpy.org/devdocs/numpy_2_0_migration_guide.html"),
+        references=(
+            "https://github.com/pytorch/pytorch/issues/107302",
+            "https://numpy.org/devdocs/numpy_2_0_migration_guide.html",
+            "https://github.com/numpy/numpy/issues/26191",
+        ),
+    )
+
+
+def requiring_numpy_2(facts: Mapping[str, Any]) -> Dict[str, NumpyTwoRelease]:
+    """Installed distributions at or past their project's first release that requires NumPy 2, on this Python."""
+    python = parse_version(marker_environment(facts)["python_version"])
+    if python is None:
+        return {}
+    return {name: release for name, version, release in installed_releases(facts) if release.requires_numpy_2(version, python)}
+
+
+@check("numpy.too-old", "NumPy 1.x installed beside packages that require NumPy 2", requires=("target",))
+def too_old_numpy(facts: Mapping[str, Any]) -> Iterable[Finding]:
+    numpy = installed_version(facts, "numpy")
+    if numpy is None or numpy >= NUMPY_2:
+        return
+    needing = requiring_numpy_2(facts)
+    if not needing:
+        return
+    dists = distributions(facts)
+    lines = [culprit_line(dists[name], [f"requires NumPy 2 since {release.first_requiring}"]) for name, release in sorted(needing.items())]
+    last_accepting = [f"{release.project}<{release.first_requiring}" for _, release in sorted(needing.items())]
+    yield Finding(
+        id="numpy.too-old",
+        severity=Severity.WARNING,
+        title=f"NumPy {numpy} is installed, but {len(lines)} package(s) require NumPy 2",
+        explanation=(
+            "These releases were built for NumPy 2 and their projects dropped NumPy 1.x: under NumPy 1.x they are "
+            "unsupported and may fail at import or give wrong results. Requiring NumPy 2: " + "; ".join(lines) + "."
+        ),
+        evidence={"numpy": str(numpy), "requires_numpy_2": lines},
+        remedies=(
+            *(() if old_torch(facts) else (Remedy("Install NumPy 2:", installer_command(facts, "install", ["numpy>=2"])),)),
+            Remedy("or keep NumPy 1.x with the last releases that accept it:", installer_command(facts, "install", last_accepting)),
+        ),
+        references=("https://github.com/numpy/numpy/issues/26191",),
     )
