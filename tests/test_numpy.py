@@ -41,6 +41,16 @@ def test_package_that_needs_numpy_1_beside_numpy_2(envdoctor, venvs):
     assert [r["command"] for r in finding["remedies"]] == [f"{python} -m pip install 'numpy<2'"]
 
 
+def test_numpy_1_build_without_upper_bound_beside_numpy_2(envdoctor, venvs):
+    """scipy 1.11 built for NumPy 1.x, its metadata silent about NumPy 2: only numpy2.csv can tell."""
+    python = venvs.get("numpy2-unbounded-scipy")
+    install_metadata(python, "numpy", "2.4.1")
+    install_metadata(python, "scipy", "1.11.4", ["numpy>=1.21.6"])
+    [finding] = check(envdoctor, python)["numpy.abi-mismatch"]
+    assert finding["evidence"]["needs_numpy_1"] == ["scipy 1.11.4 (first built for NumPy 2: 1.13.0)"]
+    assert [r["command"] for r in finding["remedies"]] == [f"{python} -m pip install 'numpy<2'", f"{python} -m pip install 'scipy>=1.13.0'"]
+
+
 def test_torch_before_2_3_with_numpy_2(envdoctor, venvs):
     python = venvs.get("numpy2-torch-2-1")
     install_metadata(python, "numpy", "2.0.2")
