@@ -1,9 +1,12 @@
 """Facts about the interpreter this script runs under, printed as one JSON document.
 
 Stdlib only, Python 3.8 syntax, nothing of the diagnosed stack imported: distributions are read
-from their metadata files, torch's build from torch/version.py as text.
+from their metadata files with the email parser importlib.metadata uses, torch's build from
+torch/version.py as text.
 """
 
+import email.parser
+import email.policy
 import json
 import os
 import platform
@@ -14,6 +17,8 @@ import sys
 import sysconfig
 
 METADATA_FILES = ("METADATA", "PKG-INFO")
+HEADER_LIMIT = 4 * 2 ** 20  # characters; real headers (a License with bundled licences) stay far below
+CHUNK = 2 ** 16
 
 
 SEPARATORS = re.compile(r"[-_.]+")
@@ -23,22 +28,68 @@ def normalize(name):
     return SEPARATORS.sub("-", name).lower()
 
 
+def header_block(stream):
+    """The text before the first empty line (the header part of RFC 822 metadata), at most
+    HEADER_LIMIT characters: the description after it may be megabytes and is never needed."""
+    text = ""
+    while len(text) < HEADER_LIMIT:
+        chunk = stream.read(CHUNK)
+        if not chunk:
+            break
+        searched_from = max(len(text) - 1, 0)
+        text += chunk
+        end = ("\n" + text).find("\n\n", searched_from)
+        if end >= 0:
+            return text[:end]
+    return text[:HEADER_LIMIT]
+
+
+def header_values(message, name):
+    return [str(value) for value in message.get_all(name) or ()]
+
+
 def read_headers(path):
-    """Name, Version and Requires-Dist from a METADATA file, reading only its header block."""
-    headers = {"requires": []}
+    """Name, Version, Requires-Dist and Provides-Extra, parsed as importlib.metadata parses them
+    (the email parser, compat32 policy): folded headers, whitespace-only continuation lines included."""
     with open(path, encoding="utf-8", errors="replace") as stream:
-        for line in stream:
-            if not line.strip():
-                break
-            key, sep, value = line.partition(":")
-            if not sep:
-                continue
-            key, value = key.strip().lower(), value.strip()
-            if key in ("name", "version") and key not in headers:
-                headers[key] = value
-            elif key == "requires-dist":
-                headers["requires"].append(value)
+        message = email.parser.HeaderParser(policy=email.policy.compat32).parsestr(header_block(stream))
+    headers = {"requires": header_values(message, "Requires-Dist"), "extras": header_values(message, "Provides-Extra")}
+    for key in ("Name", "Version"):
+        if message[key] is not None:
+            headers[key.lower()] = str(message[key]).strip()
     return headers
+
+
+def egg_info_requirement(line, section):
+    """One requires.txt line as a Requires-Dist value, the way importlib.metadata converts it:
+    a section `[extra:marker]` becomes `; (marker) and extra == "extra"`."""
+    extra, _, markers = section.partition(":")
+    if extra and markers:
+        markers = "(%s)" % markers
+    conditions = [c for c in (markers, extra and 'extra == "%s"' % extra) if c]
+    space = " " if "@" in line else ""
+    return line + space + ("; " + " and ".join(conditions) if conditions else "")
+
+
+def read_egg_info_requires(folder):
+    """(requirements, extras) from an .egg-info folder's requires.txt, where egg-info keeps them."""
+    try:
+        with open(os.path.join(folder, "requires.txt"), encoding="utf-8", errors="replace") as stream:
+            lines = stream.read(HEADER_LIMIT).splitlines()
+    except OSError:
+        return [], []
+    requires, extras, section = [], [], ""
+    for line in (raw.strip() for raw in lines):
+        if not line or line.startswith("#"):
+            continue
+        if line.startswith("[") and line.endswith("]"):
+            section = line[1:-1].strip()
+            extra = section.partition(":")[0]
+            if extra and extra not in extras:
+                extras.append(extra)
+            continue
+        requires.append(egg_info_requirement(line, section))
+    return requires, extras
 
 
 def metadata_file(entry_path):
@@ -47,6 +98,22 @@ def metadata_file(entry_path):
         if os.path.isfile(candidate):
             return candidate
     return entry_path if os.path.isfile(entry_path) else None
+
+
+def read_distribution(entry_path):
+    """The headers of one .dist-info/.egg-info entry, or None when it has no readable metadata."""
+    path = metadata_file(entry_path)
+    if path is None:
+        return None
+    try:
+        headers = read_headers(path)
+    except OSError:
+        return None
+    if entry_path.endswith(".egg-info") and os.path.isdir(entry_path) and not headers["requires"]:
+        requires, extras = read_egg_info_requires(entry_path)
+        headers["requires"] = requires
+        headers["extras"] = headers["extras"] or extras
+    return headers
 
 
 def scan_distributions(paths):
@@ -60,20 +127,15 @@ def scan_distributions(paths):
         for entry in entries:
             if not entry.endswith((".dist-info", ".egg-info")):
                 continue
-            path = metadata_file(os.path.join(location, entry))
-            if path is None:
-                continue
-            try:
-                headers = read_headers(path)
-            except OSError:
-                continue
-            if "name" not in headers:
+            headers = read_distribution(os.path.join(location, entry))
+            if headers is None or not headers.get("name"):
                 continue
             record = {
                 "name": headers["name"],
                 "version": headers.get("version", ""),
                 "location": location,
                 "requires": headers["requires"],
+                "extras": headers["extras"],
             }
             key = normalize(headers["name"])
             (shadowed if key in seen else found).append(record)
