@@ -106,11 +106,20 @@ def requirements(dist: Mapping[str, Any], environment: Mapping[str, str], wanted
             requirement = Requirement(text)
         except InvalidRequirement:
             continue
-        if requirement.marker is None or any(
-            requirement.marker.evaluate({**environment, "extra": extra}) for extra in (*extras, "")
-        ):
+        if applies(requirement, environment, extras):
             found.append(requirement)
     return found
+
+
+def applies(requirement: Requirement, environment: Mapping[str, str], extras: Iterable[str] = ()) -> bool:
+    """Whether the requirement's marker holds for `environment`, without an extra or with one of
+    `extras`; a marker that cannot be evaluated (an undefined comparison) holds for no one."""
+    if requirement.marker is None:
+        return True
+    try:
+        return any(requirement.marker.evaluate({**environment, "extra": extra}) for extra in ("", *extras))
+    except ValueError:
+        return False
 
 
 def below_requirement(requirement: Requirement, installed: Version) -> bool:
