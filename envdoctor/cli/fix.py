@@ -1,7 +1,8 @@
 """`envdoctor fix`: print a plan that repairs the environment; carry it out only with --apply.
 
-Exit codes: 0 planned, applied and verified, or nothing to do; 1 the plan is refused here, or applying
-it failed (and was rolled back); 2 bad usage.
+Exit codes: 0 planned (a new environment planned instead of this one included), applied and
+verified, or nothing to do; 1 the plan is refused with nothing offered instead, applying it was
+refused, or applying it failed (and was rolled back); 2 bad usage.
 """
 
 from __future__ import annotations
@@ -152,7 +153,7 @@ def fix(pin_cuda, torch_version, with_packages, mixed_wheels, threads, rollback,
         show(plan, None, fmt, json_out)
         if plan.applicable and fmt == "text" and json_out != STDOUT:
             click.echo("\nNothing was changed. Run again with --apply to carry out the plan.")
-        return EXIT_FINDINGS if plan.refusal else EXIT_OK
+        return EXIT_FINDINGS if plan.blocked else EXIT_OK
     confirm = applying.always if yes else prompt
     result = applying.apply(plan, installer, facts["target"].get("distributions", ()), report_dir, confirm, progress)
     show(plan, result, fmt, json_out)

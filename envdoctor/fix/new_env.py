@@ -2,8 +2,8 @@
 
 The current environment is left alone. The plan builds a venv from an interpreter found on this
 machine (PATH or pyenv), or a conda environment when none fits, installs the pinned torch there, then
-the rest of the current environment's top-level packages in the same resolver run as the torch pins,
-so pip can only pick versions that work with that torch.
+the rest of the current environment's top-level packages (the leaves of its dependency graph) in the
+same resolver run as the torch pins, so pip can only pick versions that work with that torch.
 """
 
 from __future__ import annotations
@@ -11,28 +11,11 @@ from __future__ import annotations
 from pathlib import PurePath
 from typing import Any, Mapping, Optional, Sequence, Tuple
 
-from envdoctor.checks.facts import distributions, normalize
 from envdoctor.fix.plan import Expectation, Plan, Step, StepKind, StepStatus
-from envdoctor.checks.wheels import marker_environment
-from envdoctor.fix.requires import requirements, target
+from envdoctor.fix.requires import leaves, target
 from envdoctor.fix.verify import import_torch_argv
 from envdoctor.knowledge import version_tuple
 from envdoctor.knowledge.torch_matrix import TorchRelease, index_url, install_args, releases, variant_tag
-from envdoctor.knowledge.wheels import cuda_family
-
-INFRASTRUCTURE = {"pip", "setuptools", "wheel", "distribute", "uv"}
-TORCH_PACKAGES = {"torch", "torchvision", "torchaudio", "triton"}
-
-
-def top_level(facts: Mapping[str, Any]) -> Tuple[str, ...]:
-    """Installed distributions nothing else requires, less torch, NVIDIA wheels and packaging tools."""
-    dists, environment = distributions(facts), marker_environment(facts)
-    required = {normalize(r.name) for d in dists.values() for r in requirements(d, environment, with_extras=True)}
-    return tuple(
-        dists[name]["name"]
-        for name in sorted(dists)
-        if name not in required and name not in INFRASTRUCTURE | TORCH_PACKAGES and not cuda_family(name) and name != "cuda-toolkit"
-    )
 
 
 def python_for(release: TorchRelease, pythons: Sequence[Mapping[str, Any]]) -> Optional[Mapping[str, Any]]:
@@ -110,7 +93,7 @@ def plan_new_environment(
         create, installer, run = conda_route(facts, release, cuda)
         verify_argv = import_torch_argv(*run)
     pins = [a for a in install_args(release, cuda, packages) if "==" in a]
-    others = top_level(facts)
+    others = leaves(facts)
     steps = (
         create,
         Step(StepKind.INSTALL, f"Install {' '.join(pins)} there", "the torch stack pinned to this CUDA build", argv=installer + tuple(install_args(release, cuda, packages))),

@@ -1,21 +1,26 @@
 """Reading the target's installed distributions for planning: what each one requires, and of which CUDA family.
 
-Markers are evaluated for the target's Python, not the doctor's. A requirement behind an extra counts
-as needed when `with_extras` is set: the facts do not say which extras were installed, and keeping a
-wheel someone may use is the safe side when deciding what to remove.
+Requirements are those in effect for the target (checks/requirements.py): markers evaluated for the
+target's Python, an extra's requirements only when that extra is asked for. Deciding what to remove
+also counts extras whose requirements are all installed (`pip install tensorflow[and-cuda]` leaves no
+other trace): keeping a wheel someone may use is the safe side there.
 """
 
 from __future__ import annotations
 
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Tuple
 
-from packaging.requirements import InvalidRequirement, Requirement
+from packaging.requirements import Requirement
 from packaging.specifiers import SpecifierSet
 from packaging.version import InvalidVersion, Version
 
 from envdoctor.checks.facts import distributions, normalize
-from envdoctor.checks.wheels import marker_environment
+from envdoctor.checks.requirements import requirements_in_effect
 from envdoctor.knowledge.wheels import cuda_family
+
+INSTALLER_TOOLS = frozenset({"pip", "setuptools", "wheel", "distribute", "uv"})
+TORCH_STACK = frozenset({"torch", "torchvision", "torchaudio", "triton", "cuda-toolkit"})  # the plan installs these itself
+DOCTOR = "envdoctor"
 
 
 def target(facts: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -27,28 +32,26 @@ def python_minor(facts: Mapping[str, Any]) -> str:
     return f"{major}.{minor}"
 
 
-def requirements(dist: Mapping[str, Any], environment: Mapping[str, str], with_extras: bool) -> List[Requirement]:
-    """The requirements of `dist` that apply to the target; unparsable lines are ignored."""
-    found = []
-    for line in dist.get("requires", ()):
-        try:
-            requirement = Requirement(line)
-        except InvalidRequirement:
-            continue
-        marker = requirement.marker
-        if marker is None or marker.evaluate(dict(environment)) or (with_extras and "extra" in str(marker)):
-            found.append(requirement)
-    return found
+def leaves(facts: Mapping[str, Any]) -> Tuple[str, ...]:
+    """The user's top-level packages: installed distributions no other installed one requires, less
+    installer tools, the torch stack, NVIDIA wheels and envdoctor. envdoctor's own requirements hide
+    nothing: a package it needs (rich, click) may be one the user installed too, and reinstalling
+    one too many beats losing one."""
+    graph = requirements_in_effect(facts)
+    required = {normalize(r.name) for name, reqs in graph.items() if name != DOCTOR for r in reqs if normalize(r.name) != name}
+    excluded = required | INSTALLER_TOOLS | TORCH_STACK | {DOCTOR}
+    dists = distributions(facts)
+    return tuple(dists[name]["name"] for name in sorted(dists) if name not in excluded and not cuda_family(name))
 
 
 def families_needed(facts: Mapping[str, Any], excluding: Iterable[str] = ()) -> Dict[str, Tuple[str, ...]]:
     """CUDA family -> the (non-NVIDIA) distributions that require a wheel of it."""
-    environment, skip = marker_environment(facts), {normalize(n) for n in excluding}
+    skip = {normalize(n) for n in excluding}
     needed: Dict[str, List[str]] = {}
-    for name, dist in distributions(facts).items():
+    for name, requirements in requirements_in_effect(facts, assume_installed_extras=True).items():
         if name in skip or cuda_family(name):
             continue
-        for requirement in requirements(dist, environment, with_extras=True):
+        for requirement in requirements:
             family = cuda_family(requirement.name)
             if family and name not in needed.setdefault(family, []):
                 needed[family].append(name)
@@ -65,9 +68,9 @@ def families_installed(facts: Mapping[str, Any]) -> Dict[str, Tuple[str, ...]]:
     return {family: tuple(sorted(names)) for family, names in sorted(found.items())}
 
 
-def torch_pin(dist: Mapping[str, Any], environment: Mapping[str, str]) -> Optional[SpecifierSet]:
-    """The specifier `dist` puts on torch, if it requires torch at all."""
-    for requirement in requirements(dist, environment, with_extras=False):
+def torch_pin(requirements: Iterable[Requirement]) -> Optional[SpecifierSet]:
+    """The specifier these requirements put on torch, if they require torch at all."""
+    for requirement in requirements:
         if normalize(requirement.name) == "torch":
             return requirement.specifier
     return None
@@ -75,14 +78,14 @@ def torch_pin(dist: Mapping[str, Any], environment: Mapping[str, str]) -> Option
 
 def pinning_other_torch(facts: Mapping[str, Any], torch_version: str, replaced: Iterable[str]) -> Dict[str, str]:
     """Installed distributions whose torch requirement excludes `torch_version`, with that requirement."""
-    environment, skip = marker_environment(facts), {"torch", *(normalize(n) for n in replaced)}
+    skip = {"torch", *(normalize(n) for n in replaced)}
     try:
         version = Version(torch_version)
     except InvalidVersion:
         return {}
     found = {}
-    for name, dist in distributions(facts).items():
-        specifier = None if name in skip else torch_pin(dist, environment)
+    for name, requirements in requirements_in_effect(facts).items():
+        specifier = None if name in skip else torch_pin(requirements)
         if specifier is not None and not specifier.contains(version, prereleases=True):
             found[name] = f"torch{specifier}"
     return found
