@@ -1,0 +1,319 @@
+"""Distribution metadata read as importlib.metadata reads it, requirements judged for the target as
+`pip check` judges them (requirements.unsatisfied), and the leaves a new-environment plan keeps."""
+
+from __future__ import annotations
+
+import email
+import json
+import subprocess
+import sys
+import zipfile
+from importlib import metadata
+from pathlib import Path
+from typing import Iterable, Optional
+
+import pytest
+
+from conftest import findings_by_id, pip
+from envdoctor.checks.requirements import unsatisfied
+from envdoctor.fix.installer import Installer
+from envdoctor.fix.mixed_wheels import plan_mixed_wheels
+from envdoctor.fix.requires import leaves
+from envdoctor.target import SCRIPTS
+from envdoctor.target.facts import CHUNK, HEADER_LIMIT, header_block, read_distribution
+
+# scipy 1.11.4's License header as its wheel carries it: folded, with whitespace-only continuation lines.
+SCIPY_LICENSE = "Copyright (c) 2001-2002 Enthought, Inc. 2003-2023, SciPy Developers.\n        All rights reserved.\n        \n        Redistribution and use in source and binary forms\n \n\t\n        ----\n"
+SCIPY_REQUIRES = ("numpy<1.28.0,>=1.21.6", 'pytest; extra == "test"', 'mpmath; extra == "test"')
+
+
+def metadata_text(name: str, version: str, requires: Iterable[str] = (), extras: Iterable[str] = (), license: str = "", newline: str = "\n", body: str = "Long description.\n\nMore.\n") -> str:
+    """METADATA as a build backend writes it; `license` is the folded value after `License: `."""
+    lines = ["Metadata-Version: 2.1", f"Name: {name}", f"Version: {version}"]
+    if license:
+        lines.append("License: " + license.rstrip("\n"))
+    lines += [f"Provides-Extra: {e}" for e in extras] + [f"Requires-Dist: {r}" for r in requires]
+    return newline.join("\n".join(lines).split("\n")) + newline + newline + body
+
+
+def site_packages(python: Path) -> Path:
+    return next(python.parent.parent.glob("lib/python3*/site-packages"))
+
+
+def write_dist_info(site: Path, name: str, version: str, requires: Iterable[str] = (), license: str = "", extras: Iterable[str] = ()) -> Path:
+    """A distribution as an installer leaves it: a .dist-info folder with its METADATA."""
+    folder = site / f"{name.replace('-', '_')}-{version}.dist-info"
+    folder.mkdir(parents=True)
+    (folder / "METADATA").write_text(metadata_text(name, version, requires, extras, license))
+    return folder
+
+
+# --- the reader against importlib.metadata, on generated metadata -----------------------------------
+
+
+def header_variants():
+    """(id, METADATA text): continuation lines of every whitespace, line endings, header orders."""
+    for label, blank in (("space", " "), ("tab", "\t"), ("spaces-tab", "  \t "), ("many", " \n \n\t")):
+        yield f"license-{label}", metadata_text("scipy", "1.11.4", SCIPY_REQUIRES, ("test",), f"Copyright\n{blank}\n        All rights reserved.")
+    for label, newline in (("crlf", "\r\n"), ("cr", "\r")):
+        yield f"license-{label}", metadata_text("scipy", "1.11.4", SCIPY_REQUIRES, ("test",), SCIPY_LICENSE, newline)
+    yield "no-body", metadata_text("six", "1.16.0", body="")
+    yield "folded-requirement", "Name: a\nVersion: 1\nRequires-Dist: numpy\n  <2\nRequires-Dist: b\n\nbody\nRequires-Dist: not-a-header\n"
+    yield "duplicate-name", "Name: first\nName: second\nVersion: 2\nRequires-Dist: c>=1\n"
+    yield "header-after-junk", "Name: a\nVersion: 1\nnot a header line\nRequires-Dist: hidden\n"
+    yield "empty", ""
+
+
+@pytest.mark.parametrize("text", [t for _, t in header_variants()], ids=[i for i, _ in header_variants()])
+def test_reader_matches_importlib_metadata(tmp_path, text):
+    folder = tmp_path / "x-1.dist-info"
+    folder.mkdir()
+    (folder / "METADATA").write_bytes(text.encode())
+    parsed = email.message_from_string(text)  # what importlib.metadata parses
+    ours = read_distribution(str(folder))
+    assert ours["requires"] == (parsed.get_all("Requires-Dist") or [])
+    assert ours["extras"] == (parsed.get_all("Provides-Extra") or [])
+    assert ours.get("name") == parsed["Name"] and ours.get("version") == parsed["Version"]
+    if not any("\n" in r for r in ours["requires"]):  # Python 3.11+ re-indents folded values
+        assert ours["requires"] == (metadata.PathDistribution(folder).requires or [])
+
+
+EGG_REQUIRES = "numpy>=1.21\n# comment\n\n[plot]\nmatplotlib\n[:sys_platform == \"win32\"]\ncolorama\n[socks:python_version < \"3.9\"]\nPySocks\n[url]\nfoo@ https://example.org/foo.whl\n"
+
+
+def test_egg_info_requirements_come_from_requires_txt_as_importlib_reads_them(tmp_path):
+    folder = tmp_path / "legacy-1.0.egg-info"
+    folder.mkdir()
+    (folder / "PKG-INFO").write_text("Metadata-Version: 1.2\nName: legacy\nVersion: 1.0\n")
+    (folder / "requires.txt").write_text(EGG_REQUIRES)
+    ours = read_distribution(str(folder))
+    assert ours["requires"] == [r for r in metadata.PathDistribution(folder).requires if not r.startswith("#")]
+    assert ours["extras"] == ["plot", "socks", "url"]
+
+
+class EndlessStream:
+    """A metadata file that never ends: every read returns a full chunk of `unit`, counted."""
+
+    def __init__(self, first: str, unit: str):
+        self.pending, self.unit, self.reads = first, unit, 0
+
+    def read(self, size: int) -> str:
+        self.reads += 1
+        text, self.pending = (self.pending + self.unit * size)[:size], ""
+        return text
+
+
+@pytest.mark.parametrize("first,unit,most_reads", [
+    ("Name: a\nVersion: 1\n\n", "description line\n", 1),  # a huge body: only the headers' chunk is read
+    ("Name: a\nLicense: x\n", " continued\n", HEADER_LIMIT // CHUNK),  # an endless folded header: capped
+    ("Name: a\nLicense: ", "x", HEADER_LIMIT // CHUNK),  # one endless line
+])
+def test_header_read_is_bounded(first, unit, most_reads):
+    stream = EndlessStream(first, unit)
+    block = header_block(stream)
+    assert len(block) <= HEADER_LIMIT and stream.reads <= most_reads
+    assert block.startswith("Name: a\n")
+
+
+def test_facts_script_under_python_3_8_reads_a_folded_license(tmp_path):
+    found = sorted(Path(subprocess.run(["pyenv", "root"], capture_output=True, text=True).stdout.strip() or "/nonexistent").glob("versions/3.8.*/bin/python3.8"))
+    if not found:
+        pytest.skip("no pyenv Python 3.8 on this machine")
+    write_dist_info(tmp_path, "scipy", "1.11.4", SCIPY_REQUIRES, SCIPY_LICENSE, ("test",))
+    completed = subprocess.run([str(found[-1]), str(SCRIPTS / "facts.py")], capture_output=True, text=True, env={"PYTHONPATH": str(tmp_path)}, check=True)
+    [scipy] = [d for d in json.loads(completed.stdout)["distributions"] if d["name"] == "scipy"]
+    assert scipy["requires"] == list(SCIPY_REQUIRES) and scipy["extras"] == ["test"]
+
+
+# --- requirements.unsatisfied from facts ------------------------------------------------------------
+
+PY = "/envs/t/bin/python"
+
+
+def dist(name: str, version: str, *requires: str) -> dict:
+    return {"name": name, "version": version, "location": "/envs/t/lib/python3.11/site-packages", "requires": list(requires)}
+
+
+def facts(*dists: dict, python=(3, 11, 7), platform: str = "linux", uv: Optional[str] = None) -> dict:
+    return {"target": {
+        "python": {"version": ".".join(map(str, python)), "version_info": list(python), "executable": PY, "prefix": "/envs/t", "is_venv": True, "platform": platform, "machine": "x86_64"},
+        "installers": {"pip": None if uv else "24.0", "uv": uv},
+        "distributions": list(dists),
+        "torch_build": None,
+    }}
+
+
+def judged(f: dict) -> dict:
+    return {finding.evidence["requirer"]: finding for finding in unsatisfied(f)}
+
+
+def test_scipy_needing_numpy_1_beside_numpy_2_is_an_error_with_both_fixes():
+    [finding] = judged(facts(dist("scipy", "1.11.4", *SCIPY_REQUIRES), dist("numpy", "2.4.6"))).values()
+    assert finding.severity.value == "error"
+    assert finding.title == "scipy 1.11.4 requires numpy<1.28.0,>=1.21.6 (2.4.6 is installed)"
+    assert finding.evidence == {"requirer": "scipy 1.11.4", "unsatisfied": [{"requirement": "numpy<1.28.0,>=1.21.6", "installed": "2.4.6"}]}
+    assert [r.command for r in finding.remedies] == [f"{PY} -m pip install 'numpy<1.28.0,>=1.21.6'", f"{PY} -m pip install --upgrade scipy"]
+
+
+@pytest.mark.parametrize("requirer,requirement,installed,severity", [
+    ("tqdm", "colorama", (), "warning"),  # missing, outside the stack
+    ("pandas", "pytz>=2020.1", (dist("pytz", "2019.3"),), "warning"),
+    ("stable-baselines3", "cloudpickle", (), "error"),  # the requirer is in the stack
+    ("opencv-python", "numpy>=2", (dist("numpy", "1.26.4"),), "error"),  # numpy is the one that conflicts
+    ("tensorboard", "torch", (), "error"),
+])
+def test_unmet_requirements_and_their_severity(requirer, requirement, installed, severity):
+    [finding] = judged(facts(dist(requirer, "1.0", requirement), *installed)).values()
+    assert finding.severity.value == severity and finding.evidence["unsatisfied"][0]["requirement"] == requirement
+
+
+@pytest.mark.parametrize("requirement,installed", [
+    ("numpy>=2.0", dist("numpy", "2.1.0rc1")),  # pip check allows pre-releases
+    ("numpy>=1", dist("NumPy", "2.0.0")),  # names compared normalized
+    ('colorama; platform_system == "Windows"', None),  # a marker false for the target
+    ('pytest; extra == "test"', None),  # an extra nobody asks for
+    ("odd @ https://example.org/odd.whl", dist("odd", "0.1")),
+    ("numpy>=1", dist("numpy", "not-a-version")),  # an installed version that does not parse is not judged
+    ('numpy; python_version ~= "3"', None),  # a marker that cannot be evaluated
+    ("not a requirement ((", None),
+])
+def test_satisfied_or_not_applicable_requirements_are_silent(requirement, installed):
+    assert judged(facts(dist("app", "1.0", requirement), *filter(None, [installed]))) == {}
+
+
+@pytest.mark.parametrize("requires", [None, "numpy<2", 42, [None, 7, {"x": 1}], [["numpy<2"]]])
+def test_damaged_requires_in_recorded_facts_are_skipped(requires):
+    broken = dist("app", "1.0")
+    broken["requires"] = requires
+    assert judged(facts(broken, dist("numpy", "2.0.0"))) == {}
+
+
+def test_markers_are_evaluated_for_the_target_python_and_platform():
+    old = dist("backport", "1.0", 'typing-extensions>=4; python_version < "3.9"', 'pywin32; sys_platform == "win32"')
+    assert judged(facts(old, python=(3, 11, 7))) == {}
+    assert list(judged(facts(old, python=(3, 8, 18)))) == ["backport 1.0"]
+    assert judged(facts(old, platform="win32"))["backport 1.0"].evidence["unsatisfied"] == [{"requirement": "pywin32", "installed": None}]
+
+
+def test_an_extra_counts_when_an_installed_distribution_asks_for_it_even_through_another_extra():
+    lib = dist("lib", "1.0", 'requests[socks]; extra == "net"', 'missing-one; extra == "unused"')
+    requests = dist("requests", "2.31.0", 'PySocks!=1.5.7,>=1.5.6; extra == "socks"')
+    app = dist("app", "1.0", "lib[net]")
+    assert judged(facts(lib, requests)) == {}
+    [finding] = judged(facts(app, lib, requests)).values()
+    assert finding.evidence == {"requirer": "requests 2.31.0", "unsatisfied": [{"requirement": "PySocks!=1.5.7,>=1.5.6", "installed": None}]}
+
+
+def test_one_finding_per_requirer_with_every_unmet_requirement_and_the_uv_command():
+    f = facts(dist("app", "1.0", "numpy<2", "missing[extra]>=3"), dist("numpy", "2.0.0"), uv="/usr/bin/uv")
+    [finding] = unsatisfied(f)
+    assert finding.title == "app 1.0 requires numpy<2 (2.0.0 is installed); missing[extra]>=3 (not installed)"
+    assert finding.remedies[0].command == f"/usr/bin/uv pip install --python {PY} 'numpy<2' 'missing[extra]>=3'"
+
+
+def test_torch_cuda_pins_are_left_to_wheels_torch_pins():
+    linux = ' ; platform_system == "Linux"'
+    f = facts(dist("torch", "2.3.1", f"nvidia-cublas-cu12==12.1.3.1{linux}", "filelock"))
+    assert [finding.evidence["unsatisfied"] for finding in unsatisfied(f)] == [[{"requirement": "filelock", "installed": None}]]
+
+
+# --- leaves and families for the planners -----------------------------------------------------------
+
+ENVIRONMENT = (
+    dist("pip", "24.0"), dist("setuptools", "69.0.0"), dist("wheel", "0.42.0"),
+    dist("torch", "2.3.1", "filelock", "numpy"), dist("filelock", "3.13.1"), dist("nvidia-cublas-cu12", "12.1.3.1"),
+    dist("numpy", "1.26.4"),
+    dist("matplotlib", "3.8.2", "contourpy>=1.0.1", "cycler", "numpy<2,>=1.21", "pyparsing"),
+    dist("contourpy", "1.2.0", "numpy", 'matplotlib; extra == "mypy"', 'bokeh; extra == "bokeh"'),
+    dist("cycler", "0.12.1", 'ipython; extra == "docs"'), dist("pyparsing", "3.1.1", 'railroad-diagrams; extra == "diagrams"'),
+    dist("pandas", "2.1.4", "numpy>=1.23", 'matplotlib>=3.6.1; extra == "plot"', 'tqdm; extra == "all"'),
+    dist("scikit-learn", "1.3.2", "numpy", 'pandas>=1.0.5; extra == "benchmark"', 'matplotlib; extra == "examples"'),
+    dist("tqdm", "4.66.1", 'colorama; platform_system == "Windows"'),
+    dist("stable-baselines3", "2.2.1", "torch>=1.13", "numpy", 'tqdm; extra == "extra"', 'rich; extra == "extra"'),
+    dist("sb3-contrib", "2.2.1", "stable-baselines3>=2.2.1"),
+    dist("rich", "13.7.0"),
+    dist("envdoctor", "0.1.0", "rich>=13", "click>=8.1", "packaging>=23"), dist("click", "8.1.7"), dist("packaging", "23.2"),
+)
+
+
+def test_leaves_are_the_users_top_level_packages():
+    assert leaves(facts(*ENVIRONMENT)) == ("click", "matplotlib", "packaging", "pandas", "rich", "sb3-contrib", "scikit-learn", "tqdm")
+
+
+def test_a_requested_extra_hides_the_leaves_it_brings():
+    asking = dist("sb3-contrib", "2.2.1", "stable-baselines3[extra]>=2.2.1")
+    assert leaves(facts(*[d for d in ENVIRONMENT if d["name"] != "sb3-contrib"], asking)) == ("click", "matplotlib", "packaging", "pandas", "sb3-contrib", "scikit-learn")
+
+
+def test_mixed_wheels_keeps_a_family_required_behind_a_folded_license(venvs, envdoctor):
+    """tensorflow-like metadata whose License header the old reader stopped at: cu11 stays, cu12 goes."""
+    python = venvs.get("mixed-folded-license")
+    site = site_packages(python)
+    write_dist_info(site, "tfish", "2.14.0", ["nvidia-cuda-runtime-cu11==11.8.89"], SCIPY_LICENSE)
+    write_dist_info(site, "nvidia-cuda-runtime-cu11", "11.8.89")
+    write_dist_info(site, "nvidia-cuda-runtime-cu12", "12.1.105")
+    write_dist_info(site, "pip", "24.0")  # the plan's installer; the plan only names it
+    run = envdoctor("fix", "--mixed-wheels", "--python", str(python), "--json", "-")
+    assert run.returncode == 0, run
+    plan = run.json()["plan"]
+    assert plan["steps"][0]["argv"][-1:] == ["nvidia-cuda-runtime-cu12"] and plan["expect"]["families"] == ["cu11"]
+    assert "cu11 (needed by tfish)" in plan["steps"][0]["reason"]
+
+
+def test_mixed_wheels_keeps_a_family_of_an_extra_that_looks_installed():
+    f = facts(
+        dist("tensorflow", "2.14.0", 'nvidia-cublas-cu11==11.11.3.6; extra == "and-cuda"', 'tensorrt; extra == "and-cuda"'),
+        dist("jax", "0.4.20", 'nvidia-cublas-cu12; extra == "cuda12-pip"', 'nvidia-cudnn-cu12; extra == "cuda12-pip"'),
+        dist("nvidia-cublas-cu11", "11.11.3.6"), dist("tensorrt", "8.5.3.1"), dist("nvidia-cublas-cu12", "12.1.3.1"),
+    )
+    plan = plan_mixed_wheels(f, Installer("pip", PY))
+    assert plan.expect.families == ("cu11",) and plan.steps[0].argv[5:] == ("nvidia-cublas-cu12",)
+
+
+# --- through the CLI on real venvs ------------------------------------------------------------------
+
+
+def build_wheel(folder: Path, name: str, version: str, requires: Iterable[str], license: str) -> Path:
+    """A real wheel built with zipfile: a module, METADATA, WHEEL and RECORD."""
+    info = f"{name}-{version}.dist-info"
+    files = {
+        f"{name}/__init__.py": f"__version__ = {version!r}\n",
+        f"{info}/METADATA": metadata_text(name, version, requires, ("test",), license),
+        f"{info}/WHEEL": "Wheel-Version: 1.0\nGenerator: envdoctor-tests\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+    }
+    files[f"{info}/RECORD"] = "".join(f"{path},,\n" for path in files) + f"{info}/RECORD,,\n"
+    path = folder / f"{name}-{version}-py3-none-any.whl"
+    with zipfile.ZipFile(path, "w") as archive:
+        for member, text in files.items():
+            archive.writestr(member, text)
+    return path
+
+
+@pytest.mark.slow
+def test_real_wheel_with_a_folded_license_beside_numpy_2(venvs, envdoctor, tmp_path):
+    python = venvs.get("scipy-like-numpy2", ["numpy>=2"])
+    wheel = build_wheel(tmp_path, "scipy", "1.11.4", SCIPY_REQUIRES, SCIPY_LICENSE)
+    pip(["install", "-q", "--no-deps", "--no-index", str(wheel)], python)
+    run = envdoctor("check", "--no-probe", "--no-save", "--only", "requirements", "--python", str(python), "--json", "-")
+    assert run.returncode == 1, run
+    [finding] = findings_by_id(run.json())["requirements.unsatisfied"]
+    numpy = subprocess.run([str(python), "-c", "import numpy; print(numpy.__version__)"], capture_output=True, text=True, check=True).stdout.strip()
+    assert finding["evidence"] == {"requirer": "scipy 1.11.4", "unsatisfied": [{"requirement": "numpy<1.28.0,>=1.21.6", "installed": numpy}]}
+    assert finding["severity"] == "error" and finding["remedies"][0]["command"] == f"{python} -m pip install 'numpy<1.28.0,>=1.21.6'"
+    consistent = envdoctor("check", "--no-probe", "--no-save", "--only", "requirements", "--python", sys.executable, "--json", "-")
+    assert consistent.returncode == 0 and "requirements.unsatisfied" not in findings_by_id(consistent.json()), consistent
+
+
+def test_pin_cuda_11_6_on_python_3_11_plans_a_new_environment_with_the_leaves(venvs, envdoctor):
+    python = venvs.get("pin-cuda-leaves")
+    site = site_packages(python)
+    for d in ENVIRONMENT:
+        write_dist_info(site, d["name"], d["version"], d["requires"], SCIPY_LICENSE if d["name"] == "matplotlib" else "")
+    run = envdoctor("fix", "--pin-cuda", "11.6", "--python", str(python), "--json", "-")
+    assert run.returncode == 0, run
+    plan = run.json()["plan"]
+    assert plan["alternative"] and "supports Python 3.11" in plan["refusal"]
+    rest = plan["steps"][2]
+    assert rest["summary"] == "Install the rest of this environment's top-level packages: click, matplotlib, packaging, pandas, rich, sb3-contrib, scikit-learn, tqdm"
+    assert rest["argv"][-10:-2] == ["click", "matplotlib", "packaging", "pandas", "rich", "sb3-contrib", "scikit-learn", "tqdm"]
+    assert not (site / "torch").exists() and len(list(site.glob("*.dist-info"))) == len(ENVIRONMENT)
