@@ -17,7 +17,9 @@ from typing import Iterable, List, Mapping, Optional, Sequence, Tuple
 from envdoctor import __version__, proc, redact
 from envdoctor.checks.registry import load_checks, select
 from envdoctor.checks.runner import run_checks
-from envdoctor.collect import CollectContext, gather
+from envdoctor.collect import CollectContext, gather, timed
+from envdoctor.collect.imports import ImportOptions
+from envdoctor.collect.imports import collect as collect_imports
 from envdoctor.errors import ReportReadError
 from envdoctor.model import SCHEMA_VERSION, CheckRun, Finding, Remedy, Report, Severity
 from envdoctor.probe import ProbeOptions, run_probe
@@ -64,16 +66,23 @@ def make_safe(report: Report, environ: Mapping[str, str], redact_paths: bool) ->
     return Report.from_json(redact.scrub(report.to_json(), redact.secret_values(environ), home))
 
 
-def probed_and_gathered(python: str, environ: Mapping[str, str], probe: Optional[ProbeOptions]) -> Tuple[Optional[dict], dict, dict]:
-    """The probe ladder runs alongside the collectors: it is the long part, they mostly wait on files
-    and child processes, which is also when the check modules are imported. A Ctrl-C ends their children."""
-    with proc.children_end_on_interrupt(), ThreadPoolExecutor(max_workers=2) as pool:
+def probed_and_gathered(
+    python: str, environ: Mapping[str, str], probe: Optional[ProbeOptions], imports: Optional[ImportOptions] = None
+) -> Tuple[Optional[dict], dict, dict]:
+    """The probe ladder and the import checks run alongside the collectors: they are the long part, the
+    collectors mostly wait on files and child processes, which is also when the check modules are
+    imported. A Ctrl-C ends their children."""
+    context = CollectContext(python=python, environ=environ)
+    with proc.children_end_on_interrupt(), ThreadPoolExecutor(max_workers=3) as pool:
         started = time.perf_counter()
         probing = pool.submit(run_probe, python, environ, probe) if probe else None
+        importing = pool.submit(timed, lambda ctx: collect_imports(ctx.python, ctx.environ, imports), context) if imports else None
         loading = pool.submit(load_checks)
-        facts, timings = gather(CollectContext(python=python, environ=environ))
+        facts, timings = gather(context)
         loading.result()
         result = probing.result() if probing else None
+        if importing:
+            facts["imports"], timings["collect.imports"] = importing.result()
     if probing:
         timings["probe"] = (time.perf_counter() - started) * 1000
     return result, facts, timings
@@ -86,11 +95,13 @@ def diagnose(
     redact_paths: bool = True,
     probe: Optional[ProbeOptions] = None,
     models: Sequence[str] = (),
+    imports: Optional[ImportOptions] = None,
 ) -> Report:
     """Collect this machine's facts for the interpreter `python`, run the probe ladder unless `probe`
-    is None, inspect the SB3 model files `models` statically, and judge them."""
+    is None and import every installed module unless `imports` is None, inspect the SB3 model files
+    `models` statically, and judge them."""
     environ = dict(os.environ if environ is None else environ)
-    probe_result, facts, timings = probed_and_gathered(python, environ, probe)
+    probe_result, facts, timings = probed_and_gathered(python, environ, probe, imports)
     if models:
         facts["models"], timings["collect.models"] = inspected(python, models)
     return judged_report(python, facts, probe_result, selection, timings, environ, redact_paths)

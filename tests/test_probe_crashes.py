@@ -100,7 +100,8 @@ def test_segfault_on_torch_import_is_pinned_bisected_and_reported(envdoctor, tmp
     findings = {f["id"]: f for f in run.json()["findings"]}
     assert findings["probe.crash"]["severity"] == "error"
     assert "SIGSEGV" in findings["probe.crash"]["title"] and "import torch" in findings["probe.crash"]["title"]
-    assert findings["probe.bisected"]["severity"] == "info"
+    assert outcomes["no-pythonpath"] == "passed"  # the plant is on PYTHONPATH
+    assert [r["command"] for r in findings["probe.bisected"]["remedies"]] == ["unset PYTHONPATH"]
     assert "probe: import torch … crashed (killed by SIGSEGV)" in run.stderr
 
 
@@ -115,7 +116,7 @@ def test_bisection_names_the_thread_setting_that_makes_the_crash_go_away(envdoct
     assert outcomes["mkl-gnu-threading"] == outcomes["no-user-site"] == "same"
     assert outcomes["aten-cpu-default"] == "not-applicable"  # the crash is before torch loads
     bisected = next(f for f in data["findings"] if f["id"] == "probe.bisected")
-    assert [r["command"] for r in bisected["remedies"]] == ["export OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1"]
+    assert [r["command"] for r in bisected["remedies"]] == ["export OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1", "unset PYTHONPATH"]
     assert "several OpenMP/BLAS threads" in bisected["explanation"]
     assert "| `export OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1` | passed |" in run.stdout
     assert "| import numpy | crashed |" in run.stdout

@@ -8,9 +8,11 @@ domain-facts.md §7 (threadpoolctl's multiple_openmp.md: libomp + libiomp is the
 
 from __future__ import annotations
 
+import shlex
 from typing import Any, Iterable, Mapping, Optional
 
 from envdoctor.checks import check
+from envdoctor.checks.imports import location_of, shadow_remedies, shadowing_path
 from envdoctor.model import Finding, Remedy, Severity
 from envdoctor.probe.bisection import BY_NAME
 from envdoctor.probe.result import Ending, ProbeResult, StageResult, StageStatus
@@ -158,23 +160,47 @@ def circular_import(facts: Mapping[str, Any]) -> Iterable[Finding]:
             continue
         distribution = circular.get("distribution") or {}
         package = circular["package"]
-        version = distribution.get("version")
-        cycle = " → ".join(circular.get("cycle") or [])
-        yield Finding(
-            id="probe.circular-import",
-            severity=Severity.ERROR,
-            title=f"Circular import in {package}{' ' + version if version else ''} during '{stage.title}'",
-            explanation=(
-                f"'{circular['module']}' was imported again while it was still initialising ({cycle}). This happens when a "
-                "package's own modules import each other at load time, when two packages import each other, or when a local "
-                f"file or folder named like {package} shadows the real one."
-            ),
-            evidence={**error_evidence(stage), "module": circular["module"], "distribution": distribution, "cycle": circular.get("cycle")},
-            remedies=(
-                Remedy(f"Look for a local {package}.py or {package}/ folder that shadows it:", f"python -c \"import {package}; print({package}.__file__)\""),
-                Remedy(f"Reinstall {distribution.get('distribution') or package} at a release without the cycle:", f"python -m pip install --force-reinstall {distribution.get('distribution') or package}"),
-            ),
-        )
+        location = location_of(facts, distribution.get("distribution") or package)
+        local = shadowing_path((stage.error or {}).get("frames") or (), package, location or "")
+        yield shadowed_package(facts, stage, circular, local, location) if local else circular_finding(facts, stage, circular)
+
+
+def shadowed_package(facts: Mapping[str, Any], stage: StageResult, circular: Mapping[str, Any], local: str, location: str) -> Finding:
+    """The half-initialised module is a local file or folder, not the installed distribution's: it is the cause."""
+    distribution, package = circular.get("distribution") or {}, circular["package"]
+    installed = f"{distribution.get('distribution') or package} {distribution.get('version') or ''}".strip()
+    return Finding(
+        id="probe.circular-import",
+        severity=Severity.ERROR,
+        title=f"{package} is shadowed by {local}: '{stage.title}' runs it instead of the installed {installed}",
+        explanation=(
+            f"The failing module is {local}, outside the installed {installed} in {location}. It comes first on sys.path "
+            f"(the working directory or PYTHONPATH), so `import {package}` runs it, and its own `import {package}` finds itself half-initialised."
+        ),
+        evidence={**error_evidence(stage), "module": circular["module"], "distribution": distribution, "shadowed_by": local, "location": location},
+        remedies=shadow_remedies(facts, package, local),
+    )
+
+
+def circular_finding(facts: Mapping[str, Any], stage: StageResult, circular: Mapping[str, Any]) -> Finding:
+    distribution, package = circular.get("distribution") or {}, circular["package"]
+    version = distribution.get("version")
+    cycle = " → ".join(circular.get("cycle") or [])
+    finds = f'import importlib.util; print(importlib.util.find_spec("{package}").origin)'
+    return Finding(
+        id="probe.circular-import",
+        severity=Severity.ERROR,
+        title=f"Circular import in {package}{' ' + version if version else ''} during '{stage.title}'",
+        explanation=(
+            f"'{circular['module']}' was imported again while it was still initialising ({cycle}). This happens when a "
+            "package's own modules import each other at load time, or when two packages import each other."
+        ),
+        evidence={**error_evidence(stage), "module": circular["module"], "distribution": distribution, "cycle": circular.get("cycle")},
+        remedies=(
+            Remedy(f"Check which file `import {package}` runs (this does not run it):", f"python -c {shlex.quote(finds)}"),
+            Remedy(f"Reinstall {distribution.get('distribution') or package} at a release without the cycle:", f"python -m pip install --force-reinstall {distribution.get('distribution') or package}"),
+        ),
+    )
 
 
 @check("probe.bisected", "Which single environment change makes a probe crash or hang go away", requires=("probe",))

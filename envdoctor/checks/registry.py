@@ -19,6 +19,7 @@ BUILTIN_MODULES = (
     "envdoctor.checks.cuda",
     "envdoctor.checks.gpu",
     "envdoctor.checks.numpy",
+    "envdoctor.checks.imports",
     "envdoctor.checks.requirements",
     "envdoctor.checks.doctor",
 )

@@ -12,6 +12,7 @@ from envdoctor.checks.registry import load_checks, select
 from envdoctor.cli import EXIT_FINDINGS, EXIT_OK
 from envdoctor.cli.options import emit, output_options, resolve_python
 from envdoctor.cli.params import DAY_S, Seconds
+from envdoctor.collect.imports import DEFAULT_MODULE_TIMEOUT_S, ImportOptions
 from envdoctor.errors import UsageError
 from envdoctor.model import Severity
 from envdoctor.probe import ProbeOptions
@@ -64,12 +65,16 @@ def probe_options(timeout: float) -> ProbeOptions:
 @click.option("--no-redact", is_flag=True, help="Keep home-directory paths (secrets are always redacted).")
 @click.option("--no-probe", is_flag=True, help="Do not run the probe ladder (numpy → torch → CUDA → MaskablePPO in a child).")
 @click.option("--probe-timeout", type=Seconds(1, DAY_S), default=DEFAULT_TIMEOUT_S, show_default=True, metavar="SECONDS", help="Time limit for the probe ladder.")
+@click.option("--imports", is_flag=True, help="Also import every installed distribution's top-level modules, each batch in its own child.")
+@click.option("--import-timeout", type=Seconds(0.1, DAY_S), default=DEFAULT_MODULE_TIMEOUT_S, show_default=True, metavar="SECONDS", help="Time limit for one module's import (with --imports).")
 @click.option("--model", "models", multiple=True, metavar="MODEL.zip", help="Also inspect this SB3 model file statically (repeatable).")
 @click.option("-v", "--verbose", is_flag=True, help="Show passing checks, evidence and timings.")
-def check(python, json_out, markdown_out, report_dir, no_save, fail_on, only, skip, from_report, no_redact, no_probe, probe_timeout, models, verbose) -> int:
+def check(python, json_out, markdown_out, report_dir, no_save, fail_on, only, skip, from_report, no_redact, no_probe, probe_timeout, imports, import_timeout, models, verbose) -> int:
     """Diagnose the environment and print what will crash, why, and how to fix it."""
     if report_dir and no_save:
         raise UsageError("--report-dir and --no-save exclude each other")
+    if imports and from_report:
+        raise UsageError("--imports and --from exclude each other: a recorded report is judged with the imports it recorded")
     selection = engine.Selection(only=split_ids(only), skip=split_ids(skip))
     validate_ids(selection.only, "--only")
     validate_ids(selection.skip, "--skip")
@@ -77,7 +82,8 @@ def check(python, json_out, markdown_out, report_dir, no_save, fail_on, only, sk
         report = engine.rejudge(engine.read_report(Path(from_report)), selection)
     else:
         probe = None if no_probe or not selects_probe(selection) else probe_options(probe_timeout)
-        report = engine.diagnose(resolve_python(python), selection, redact_paths=not no_redact, probe=probe, models=models)
+        import_options = ImportOptions(module_timeout_s=import_timeout) if imports else None
+        report = engine.diagnose(resolve_python(python), selection, redact_paths=not no_redact, probe=probe, models=models, imports=import_options)
     emit(report, json_out, markdown_out, verbose, json=json_renderer.render, markdown=markdown.render, terminal=terminal.render)
     if not no_save and (report_dir or not from_report):
         path = save_report(report, report_dir or DEFAULT_REPORT_DIR)

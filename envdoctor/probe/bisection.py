@@ -82,6 +82,12 @@ VARIATIONS: Tuple[Variation, ...] = (
         "MKL's Intel OpenMP clashes with GNU OpenMP in this process; MKL on GNU OpenMP avoids it.",
     ),
     Variation(
+        "no-pythonpath",
+        (),
+        ("PYTHONPATH",),
+        "A folder on PYTHONPATH comes before site-packages: a module there shadows an installed package, or is a broken copy of one.",
+    ),
+    Variation(
         "no-user-site",
         (("PYTHONNOUSERSITE", "1"),),
         (),
