@@ -30,6 +30,10 @@ from envdoctor.sb3.archive import AUDIT, DATA, ModelArchive, ModelFileError, pri
 from envdoctor.sb3.forensics import inspect_model
 
 CHUNK = 1 << 20
+# Copying inflates every member: a model, even one zipped again with compression, inflates to a few times
+# its size, a zip bomb to a thousand. Up to the floor any ratio is copied (a second or two of work).
+MAX_EXPANSION = 100
+EXPANSION_FLOOR = 256 * 2 ** 20
 
 
 @dataclass(frozen=True)
@@ -57,6 +61,16 @@ def refuse_unsafe_members(model: ModelArchive) -> None:
         raise UsageError(
             f"cannot sanitize {model.path}: member {'; '.join(unsafe)}. A clean copy holds only plain files "
             "under safe relative names; this zip was not written by SB3"
+        )
+
+
+def refuse_bomb(model: ModelArchive) -> None:
+    declared = sum(info.file_size for info in model.infos.values())
+    size = model.path.stat().st_size
+    if declared > max(EXPANSION_FLOOR, size * MAX_EXPANSION):
+        raise ModelFileError(
+            f"{model.path}: its members declare {declared} bytes in a file of {size} bytes, more than a model "
+            f"inflates to (at most {MAX_EXPANSION} times its size): a zip bomb, not copied"
         )
 
 
@@ -153,6 +167,7 @@ def sanitize(source: Path, output: Path, overrides: Mapping[str, Optional[float]
     refuse_blockers(facts)
     with ModelArchive(source) as model:
         refuse_unsafe_members(model)
+        refuse_bomb(model)
         entries = {e["key"]: e for e in facts["entries"]}
         last_lr = lru_cache(maxsize=1)(lambda: optimizer.last_learning_rate(model))
         replaced = schedules.plan(model.data, entries, overrides, last_lr)
