@@ -14,7 +14,7 @@ from typing import Iterable, Optional
 
 import pytest
 
-from conftest import findings_by_id, pip
+from conftest import REPO, changed_report, findings_by_id, pip
 from envdoctor.checks.requirements import unsatisfied
 from envdoctor.fix.installer import Installer
 from envdoctor.fix.mixed_wheels import plan_mixed_wheels
@@ -215,6 +215,27 @@ def test_torch_cuda_pins_are_left_to_wheels_torch_pins():
     linux = ' ; platform_system == "Linux"'
     f = facts(dist("torch", "2.3.1", f"nvidia-cublas-cu12==12.1.3.1{linux}", "filelock"))
     assert [finding.evidence["unsatisfied"] for finding in unsatisfied(f)] == [[{"requirement": "filelock", "installed": None}]]
+
+
+DAMAGED_REQUIRES = (None, 42, "numpy<1", {"numpy": "<1"}, [None, 7, ["numpy<1"]], ["x; python_version ~= '3'", "((("])
+
+
+def test_damaged_requirements_in_a_recorded_report_are_judged_without_crashing(envdoctor, tmp_path):
+    """Every damaged form at once, one per distribution; the one real conflict is still found."""
+
+    def damage(facts: dict) -> None:
+        listed = facts["target"]["distributions"]
+        for entry, requires in zip(listed[1:], DAMAGED_REQUIRES):
+            entry["requires"] = requires
+        listed.append(dist("oldext", "0.9", "numpy<1.20"))
+        listed[0]["requires"] = []
+
+    report = changed_report(REPO / "tests" / "data" / "gpu" / "driver470-cu121.json", tmp_path / "r.json", damage)
+    run = envdoctor("check", "--from", str(report), "--only", "requirements", "--json", "-")
+    assert run.returncode == 1 and "Traceback" not in run.stderr, run
+    found = findings_by_id(run.json())
+    assert list(found) == ["requirements.unsatisfied"]
+    assert [f["evidence"]["requirer"] for f in found["requirements.unsatisfied"]] == ["oldext 0.9"]
 
 
 # --- leaves and families for the planners -----------------------------------------------------------

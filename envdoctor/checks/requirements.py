@@ -148,7 +148,7 @@ def unmet_finding(facts: Mapping[str, Any], requirer: str, unmet: List[Unmet]) -
         explanation=(
             f"{name}'s metadata asks for versions that are not installed. Python imports whatever is installed, so {name} "
             "runs against a dependency it does not accept: it fails at import or, when compiled against another release "
-            "(NumPy 1 vs 2), crashes. `python -m pip check` in this environment reports the same."
+            "(NumPy 1 vs 2), crashes. This is what `python -m pip check` verifies, with the extras installed packages ask for."
         ),
         evidence={
             "requirer": f"{name} {version}",
