@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
@@ -23,9 +24,11 @@ from envdoctor.collect.imports import collect as collect_imports
 from envdoctor.errors import ReportReadError
 from envdoctor.model import SCHEMA_VERSION, CheckRun, Finding, Remedy, Report, Severity
 from envdoctor.probe import ProbeOptions, run_probe
+from envdoctor.probe.result import ProbeResult
 
 
 REPORT_SIZE_LIMIT = 64 * 2**20  # a real report is tens of kilobytes; /dev/zero must not be read forever
+REPORT_DEPTH_LIMIT = 100  # a real report nests about ten levels; readers and renderers recurse
 
 
 @dataclass(frozen=True)
@@ -148,22 +151,65 @@ def judged_report(
 
 
 def read_report(path: Path) -> Report:
-    """A recorded report, refused with a clear reason when unreadable or of another schema major."""
+    """A recorded report, refused in one line naming the file when it is not a regular file, larger
+    than any report, nested deeper than one, of another schema major, or of the wrong shape inside."""
     from envdoctor.schema import validate  # jsonschema is only needed when reading reports
 
+    data = parsed_json(path)
+    validate(data, source=str(path))
     try:
-        with open(path, "rb") as stream:
-            raw = stream.read(REPORT_SIZE_LIMIT + 1)
-    except OSError as error:
-        raise ReportReadError(f"cannot read {path}: {error.strerror or error}") from None
-    if len(raw) > REPORT_SIZE_LIMIT:
-        raise ReportReadError(f"{path} is larger than {REPORT_SIZE_LIMIT // 2**20} MiB, far beyond any envdoctor report")
+        report = Report.from_json(data)
+        if report.probe is not None:
+            ProbeResult.from_json(report.probe)
+    except (TypeError, KeyError, ValueError, AttributeError, RecursionError) as error:
+        raise ReportReadError(f"{path} is not a usable envdoctor report: {type(error).__name__}: {error}") from None
+    return report
+
+
+def parsed_json(path: Path):
+    """The JSON document in the regular file `path`, read no further than REPORT_SIZE_LIMIT and
+    nested no deeper than REPORT_DEPTH_LIMIT: a FIFO, a device or a folder is refused, never waited on."""
+    raw = bounded_read(path)
     try:
         data = json.loads(raw.decode("utf-8"))
+    except RecursionError:
+        raise ReportReadError(f"{path} is nested deeper than any envdoctor report") from None
     except ValueError as error:
         raise ReportReadError(f"{path} is not JSON: {error}") from None
-    validate(data, source=str(path))
-    return Report.from_json(data)
+    if nesting_depth(data) > REPORT_DEPTH_LIMIT:
+        raise ReportReadError(f"{path} is nested deeper than {REPORT_DEPTH_LIMIT} levels, far beyond any envdoctor report")
+    return data
+
+
+def bounded_read(path: Path) -> bytes:
+    try:
+        descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK)  # opening a FIFO must not wait for a writer
+    except OSError as error:
+        raise ReportReadError(f"cannot read {path}: {error.strerror or error}") from None
+    if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+        os.close(descriptor)
+        raise ReportReadError(f"{path} is not a regular file (a FIFO, a device or a folder is not a report)")
+    with os.fdopen(descriptor, "rb") as stream:
+        try:
+            raw = stream.read(REPORT_SIZE_LIMIT + 1)
+        except OSError as error:
+            raise ReportReadError(f"cannot read {path}: {error.strerror or error}") from None
+    if len(raw) > REPORT_SIZE_LIMIT:
+        raise ReportReadError(f"{path} is larger than {REPORT_SIZE_LIMIT // 2**20} MiB, far beyond any envdoctor report")
+    return raw
+
+
+def nesting_depth(data) -> int:
+    """How deeply lists and objects nest in `data`, counted without recursion."""
+    deepest, pending = 0, [(data, 1)]
+    while pending:
+        value, depth = pending.pop()
+        if isinstance(value, dict):
+            value = list(value.values())
+        if isinstance(value, list):
+            deepest = max(deepest, depth)
+            pending.extend((item, depth + 1) for item in value)
+    return deepest
 
 
 def rejudge(report: Report, selection: Selection) -> Report:

@@ -17,7 +17,7 @@ from typing import Callable, List, Optional, Tuple
 from envdoctor.checks.threads import THREAD_VARIABLES
 from envdoctor.compare import readers
 from envdoctor.compare.model import Difference, Impact, Uncompared
-from envdoctor.compare.readers import NONE, NO_GPU, NOT_INSTALLED, Facts, Unrecorded, flags_of
+from envdoctor.compare.readers import NONE, NO_GPU, NOT_INSTALLED, UNUSABLE, Facts, Unrecorded, flags_of, unusable
 from envdoctor.knowledge import version_tuple
 from envdoctor.knowledge.arches import arch_list, support
 from envdoctor.knowledge.drivers import driver_satisfies
@@ -180,7 +180,10 @@ def compare_aspect(aspect: Aspect, facts_a: Facts, facts_b: Facts):
             return Uncompared(aspect.id, aspect.label, f"{side}: {value.reason}")
     if a == b:
         return None
-    impact, why = aspect.judge(a, b, facts_a, facts_b)
+    try:
+        impact, why = aspect.judge(a, b, facts_a, facts_b)
+    except UNUSABLE as error:
+        impact, why = Impact.MAY_BREAK, f"Not judged: {unusable('the facts it is judged by', error).reason}"
     return Difference(aspect.id, aspect.label, a, b, impact, why)
 
 

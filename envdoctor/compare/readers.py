@@ -38,6 +38,12 @@ class Unrecorded:
 
 Value = Union[str, Unrecorded]
 Facts = Mapping[str, Any]
+# What reading a recorded report's facts of the wrong shape raises (a number where text is expected, ...).
+UNUSABLE = (TypeError, KeyError, ValueError, AttributeError, IndexError)
+
+
+def unusable(what: str, error: Exception) -> Unrecorded:
+    return Unrecorded(f"{what} of an unexpected shape in the report ({type(error).__name__})")
 
 
 def section(facts: Facts, name: str) -> Union[Mapping[str, Any], Unrecorded]:
@@ -50,14 +56,22 @@ def section(facts: Facts, name: str) -> Union[Mapping[str, Any], Unrecorded]:
 
 
 def needs(*names: str):
-    """Give a reader the named fact sections, or answer Unrecorded when one is missing or failed."""
+    """Give a reader the named fact sections, or answer Unrecorded when one is missing, failed, or
+    holds something of the wrong shape where the reader looks."""
 
     def wrap(read: Callable[..., str]) -> Callable[[Facts], Value]:
         @functools.wraps(read)
         def reader(facts: Facts) -> Value:
             sections = [section(facts, name) for name in names]
             missing = [s for s in sections if isinstance(s, Unrecorded)]
-            return missing[0] if missing else read(*sections)
+            if missing:
+                return missing[0]
+            what = " and ".join(names) + " facts"
+            try:
+                value = read(*sections)
+            except UNUSABLE as error:
+                return unusable(what, error)
+            return value if isinstance(value, str) else unusable(what, TypeError())
 
         return reader
 

@@ -10,7 +10,7 @@ from typing import Any, Callable, Iterable, List, Mapping, Optional, Tuple
 
 from envdoctor.compare.aspects import PACKAGES_READ, VARIABLES_READ
 from envdoctor.compare.model import Change
-from envdoctor.compare.readers import Facts, Unrecorded, distribution_versions, section
+from envdoctor.compare.readers import UNUSABLE, Facts, Unrecorded, distribution_versions, section
 
 
 def gib(n_bytes: Any) -> Optional[str]:
@@ -59,20 +59,36 @@ def changes(group: str, a: Mapping[str, Optional[str]], b: Mapping[str, Optional
             yield Change(group, name, a.get(name), b.get(name))
 
 
+def shaped(read: Callable[[], Mapping[str, Any]]) -> Mapping[str, str]:
+    """What `read` finds, keeping text values only: a recorded report of another shape lists nothing."""
+    try:
+        return {k: v for k, v in read().items() if isinstance(v, str)}
+    except UNUSABLE:
+        return {}
+
+
 def packages(facts: Facts) -> Mapping[str, str]:
     target = recorded(facts, "target") or {}
-    found = distribution_versions(target)
+    found = shaped(lambda: distribution_versions(target))
     return {name: found[name] for name in sorted(found) if name not in PACKAGES_READ}
 
 
 def variables(facts: Facts) -> Mapping[str, str]:
     environ = recorded(facts, "environ") or {}
-    return {n: v for n, v in environ.get("variables", {}).items() if n not in VARIABLES_READ}
+    return {n: v for n, v in shaped(lambda: environ.get("variables", {})).items() if n not in VARIABLES_READ}
+
+
+def host_fact(read: Callable[[Mapping], Optional[str]], found: Mapping) -> Optional[str]:
+    try:
+        return read(found)
+    except UNUSABLE:
+        return None
 
 
 def host_facts(facts: Facts, names: Iterable[str]) -> Mapping[str, Optional[str]]:
-    """Host facts of the sections both reports record (a missing section is not a difference)."""
-    return {label: read(recorded(facts, name)) for name, label, read in HOST_FACTS if name in names}
+    """Host facts of the sections both reports record (a missing section, or one of an unexpected
+    shape where the fact is read, is not a difference)."""
+    return {label: host_fact(read, recorded(facts, name)) for name, label, read in HOST_FACTS if name in names}
 
 
 def other_differences(facts_a: Facts, facts_b: Facts) -> List[Change]:

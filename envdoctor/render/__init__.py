@@ -7,7 +7,7 @@ findings and exit codes come from the report and the CLI. What they share lives 
 from __future__ import annotations
 
 from collections import Counter
-from typing import List, Mapping, Tuple
+from typing import Any, List, Mapping, Tuple
 
 from envdoctor.model import Report, Severity
 
@@ -43,22 +43,29 @@ def summary_line(report: Report) -> str:
 
 
 def size(n_bytes) -> str:
-    return "?" if n_bytes is None else f"{n_bytes / 2 ** 30:.1f} GiB"
+    return f"{n_bytes / 2 ** 30:.1f} GiB" if isinstance(n_bytes, (int, float)) else "?"
+
+
+def part(facts: Any, *keys: str) -> Mapping:
+    """The mapping at `keys` under `facts`, or an empty one where a recorded report holds none there."""
+    for key in keys:
+        facts = facts.get(key) if isinstance(facts, Mapping) else None
+    return facts if isinstance(facts, Mapping) else {}
 
 
 def headline(report: Report) -> List[Tuple[str, str]]:
     """The few facts a maintainer reads first: system, CPU, memory, Python, torch."""
     facts: Mapping = report.facts
-    system, cpu, memory = facts.get("system", {}), facts.get("cpu", {}), facts.get("memory", {})
-    python = facts.get("target", {}).get("python", {})
-    torch = (facts.get("target", {}).get("torch_build") or {}).get("version")
-    distro = system.get("distro", {}).get("PRETTY_NAME") or system.get("os", "?")
+    system, cpu, memory = part(facts, "system"), part(facts, "cpu"), part(facts, "memory")
+    python = part(facts, "target", "python")
+    torch = part(facts, "target", "torch_build").get("version")
+    distro = part(system, "distro").get("PRETTY_NAME") or system.get("os", "?")
     rows = [
         ("System", f"{distro}, kernel {system.get('kernel_release') or '?'}, glibc {system.get('glibc') or '?'}"),
         ("CPU", f"{cpu.get('model') or '?'} ({cpu.get('usable_cpus') or '?'} usable of {cpu.get('logical_cores') or '?'} logical)"),
         ("Memory", f"RAM {size(memory.get('ram_total_bytes'))}, swap {size(memory.get('swap_total_bytes'))}, /dev/shm {size(memory.get('shm_total_bytes'))}"),
         ("Python", f"{python.get('version', '?')} {python.get('executable', report.target_python)}"),
-        ("torch", torch or "not installed"),
+        ("torch", str(torch or "not installed")),
     ]
     return rows
 
