@@ -13,6 +13,7 @@ from envdoctor.capture import stacks
 from envdoctor.capture.chart import amount, text_chart
 from envdoctor.model import Report, Severity
 from envdoctor.render import markdown
+from envdoctor.render.escape import escaped
 from envdoctor.render.terminal import finding_block
 
 STACK_LINES = 8
@@ -62,6 +63,7 @@ def frame_lines(thread: dict, limit: int = STACK_LINES) -> List[str]:
 
 def terminal_summary(report: Report, saved: List[str], color: bool, width: int = 100) -> str:
     """What the user sees on stderr after an abnormal ending: where it died, memory, verdicts, files."""
+    report = escaped(report)
     run = report.run
     buffer = io.StringIO()
     console = Console(file=buffer, force_terminal=color, no_color=not color, width=width, highlight=False, emoji=False)
@@ -85,8 +87,7 @@ def terminal_summary(report: Report, saved: List[str], color: bool, width: int =
 
 
 def code_block(lines: List[str], language: str = "text") -> str:
-    body = "\n".join(line.replace("```", "`\u200b``") for line in lines)
-    return f"```{language}\n{body}\n```\n"
+    return markdown.fence("\n".join(lines), language)
 
 
 def thread_section(thread: dict, crashed: bool) -> str:
@@ -142,4 +143,4 @@ def markdown_section(run: dict, picture_name: Optional[str]) -> str:
 
 
 def markdown_report(report: Report, picture_name: Optional[str]) -> str:
-    return markdown_section(report.run, picture_name) + "\n" + markdown.render(report)
+    return markdown_section(escaped(report.run), picture_name) + "\n" + markdown.render(report)

@@ -18,6 +18,7 @@ from envdoctor.compare.model import Change, Comparison, Difference, Impact
 from envdoctor.model import Finding, Severity
 from envdoctor.render import markdown as report_markdown
 from envdoctor.render import terminal as report_terminal
+from envdoctor.render.escape import escaped
 
 IMPACT_SEVERITY = {Impact.BREAKS: Severity.ERROR, Impact.MAY_BREAK: Severity.WARNING, Impact.CHANGES: Severity.INFO}
 ABSENT = "—"
@@ -75,6 +76,7 @@ def findings_block(console: Console, title: str, findings: Iterable[Finding]) ->
 
 
 def terminal(comparison: Comparison, verbose: bool = False, color: bool = False, width: int = 100) -> str:
+    comparison = escaped(comparison)
     buffer = io.StringIO()
     console = Console(file=buffer, force_terminal=color, no_color=not color, width=width, highlight=False, emoji=False)
     console.print(Text("envdoctor diff", style="bold"))
@@ -107,13 +109,14 @@ def cell(value: Optional[str]) -> str:
 
 
 def markdown(comparison: Comparison) -> str:
+    comparison = escaped(comparison)
     a, b = comparison.a, comparison.b
     parts = [
         "## envdoctor diff", "",
         f"**{headline(comparison)}**", "",
         "| | A | B |", "|---|---|---|",
         f"| Report | {cell(a.name)} | {cell(b.name)} |",
-        f"| Created | {a.created} | {b.created} |",
+        f"| Created | {cell(a.created)} | {cell(b.created)} |",
         f"| Python | {cell(a.python)} | {cell(b.python)} |",
         "",
     ]
@@ -127,7 +130,7 @@ def markdown(comparison: Comparison) -> str:
     for title, findings in (("Findings only in A", comparison.only_a), ("Findings only in B", comparison.only_b)):
         if findings:
             parts += [f"### {title}", ""]
-            parts += [f"- {report_markdown.BADGES[f.severity]} `{f.id}`: {f.title}" for f in findings]
+            parts += [f"- {report_markdown.BADGES[f.severity]} `{f.id}`: {cell(f.title)}" for f in findings]
             parts.append("")
     if comparison.regraded:
         parts += ["### Findings judged otherwise", ""]

@@ -17,6 +17,7 @@ from envdoctor.fleet.aggregate import FleetView, NodeView
 from envdoctor.model import Severity
 from envdoctor.render import markdown as report_markdown
 from envdoctor.render import terminal as report_terminal
+from envdoctor.render.escape import escaped
 
 
 def headline(view: FleetView) -> str:
@@ -65,6 +66,7 @@ def node_block(console: Console, node_view: NodeView, verbose: bool) -> None:
 
 
 def terminal(view: FleetView, verbose: bool = False, color: bool = False, width: int = 100) -> str:
+    view = escaped(view)
     buffer = io.StringIO()
     console = Console(file=buffer, force_terminal=color, no_color=not color, width=width, highlight=False, emoji=False)
     saved = f" · reports in {view.saved_in}" if view.saved_in else ""
@@ -91,6 +93,7 @@ def cell(text: str) -> str:
 
 
 def markdown(view: FleetView) -> str:
+    view = escaped(view)
     parts = ["## envdoctor fleet", "", f"**{headline(view)}**", ""]
     if view.saved_in:
         parts += [f"Reports saved in `{view.saved_in}`.", ""]
@@ -99,13 +102,13 @@ def markdown(view: FleetView) -> str:
     parts += [f"| {s.label} | no majority: {cell(' / '.join(s.values))} | |" for s in view.split]
     parts.append("")
     for node_view in view.deviating:
-        parts += [f"### `{node_view.node.name}`", ""]
+        parts += [f"### {cell(node_view.node.name)}", ""]
         if node_view.node.error:
-            parts.append(f"- ❌ no report: {node_view.node.error}")
+            parts.append(f"- ❌ no report: {cell(node_view.node.error)}")
         for d in node_view.deviations:
             badge = report_markdown.BADGES[IMPACT_SEVERITY[d.impact]].split()[0]
-            parts.append(f"- {badge} **{d.label}**: {d.a} → {d.b}. {d.why}")
+            parts.append(f"- {badge} **{d.label}**: {cell(d.a)} → {cell(d.b)}. {cell(d.why)}")
         for f in node_view.rare_findings:
-            parts.append(f"- {report_markdown.BADGES[f.severity]} `{f.id}` (on few nodes): {f.title}")
+            parts.append(f"- {report_markdown.BADGES[f.severity]} `{f.id}` (on few nodes): {cell(f.title)}")
         parts.append("")
     return "\n".join(parts)

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+import re
 
 from envdoctor.model import Finding, Report, Severity
 from envdoctor.probe import table as probe_table
 from envdoctor.render import headline, summary_line
+from envdoctor.render.escape import escape_control, escaped
 
 BADGES = {
     Severity.OK: "✅ ok",
@@ -17,24 +19,32 @@ BADGES = {
 
 
 def cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
+    """One table cell: a `|` or a line break would end it, `<` would open HTML."""
+    return text.replace("|", "\\|").replace("<", "&lt;").replace("\r", " ").replace("\t", " ").replace("\n", " ")
+
+
+def fence(body: str, language: str = "") -> str:
+    """`body` as a fenced code block whose fence is longer than any run of backticks inside it,
+    so nothing in it can close the block early."""
+    ticks = "`" * max([3] + [len(run) + 1 for run in re.findall("`{3,}", body)])
+    return f"{ticks}{language}\n{body}\n{ticks}\n"
 
 
 def finding_section(finding: Finding) -> str:
-    lines = [f"### {BADGES[finding.severity]} `{finding.id}`: {finding.title}", ""]
+    lines = [f"### {BADGES[finding.severity]} `{finding.id}`: {escape_control(finding.title, multiline=False)}", ""]
     if finding.explanation:
         lines += [finding.explanation, ""]
     for remedy in finding.remedies:
         lines.append(f"- {remedy.summary}")
         if remedy.command:
-            lines += ["  ```sh", f"  {remedy.command}", "  ```"]
+            lines += ["  " + line for line in fence(remedy.command, "sh").splitlines()]
     if finding.references:
         lines += ["", "References: " + ", ".join(f"<{r}>" for r in finding.references)]
     return "\n".join(lines).rstrip() + "\n"
 
 
 def folded(summary: str, body: str, language: str = "json") -> str:
-    return f"<details><summary>{summary}</summary>\n\n```{language}\n{body}\n```\n\n</details>\n"
+    return f"<details><summary>{summary}</summary>\n\n{fence(body, language)}\n</details>\n"
 
 
 def probe_section(probe) -> str:
@@ -49,6 +59,7 @@ def probe_section(probe) -> str:
 
 
 def render(report: Report) -> str:
+    report = escaped(report)
     parts = [
         "## envdoctor report",
         "",

@@ -16,6 +16,7 @@ from envdoctor.model import CheckStatus, Finding, Report, Severity
 from envdoctor.probe import table as probe_table
 from envdoctor.probe.result import StageStatus
 from envdoctor.render import domain_title, grouped, headline, summary_line
+from envdoctor.render.escape import escaped
 
 GLYPHS = {
     Severity.OK: ("✓", "green"),
@@ -107,6 +108,7 @@ def probe_section(console: Console, probe) -> None:
 
 
 def render(report: Report, verbose: bool = False, color: bool = False, width: int = 100) -> str:
+    report = escaped(report)
     buffer = io.StringIO()
     console = Console(file=buffer, force_terminal=color, no_color=not color, width=width, highlight=False, emoji=False)
     console.print(Text.assemble(("envdoctor ", "bold"), f"{report.tool_version} · {report.created}"))

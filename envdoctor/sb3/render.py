@@ -8,16 +8,19 @@ from __future__ import annotations
 
 import io
 from pathlib import PurePath
-from typing import Any, Iterator, List, Mapping
+from typing import Any, Callable, Iterator, List, Mapping
 
 from rich.console import Console
+from rich.text import Text
 
 from envdoctor.model import Report
 from envdoctor.render import markdown as markdown_renderer
 from envdoctor.render import summary_line
+from envdoctor.render.escape import escaped
 from envdoctor.render.terminal import finding_block
 from envdoctor.sb3 import verdicts
 
+SHOWN = 20  # list items shown per model; the JSON report keeps them all
 SAVED_WITH = (("python", "Python"), ("stable_baselines3", "SB3"), ("torch", "torch"), ("numpy", "NumPy"), ("gymnasium", "Gymnasium"), ("gym", "Gym"), ("cloudpickle", "cloudpickle"), ("os", "OS"))
 
 
@@ -53,21 +56,36 @@ def function_lines(function: Mapping[str, Any], effect: str) -> List[str]:
     return lines
 
 
+def bounded(items: List[Any], line: Callable[[Any], str] = str) -> List[str]:
+    """`line(item)` for the first SHOWN items, then how many more there are."""
+    return [line(item) for item in items[:SHOWN]] + ([more(items)] if len(items) > SHOWN else [])
+
+
+def more(items: List[Any]) -> str:
+    return f"… and {len(items) - SHOWN} more"
+
+
+def listed(items: List[Any]) -> str:
+    return ", ".join(bounded(list(items)))
+
+
 def entry_lines(model: Mapping[str, Any], target: Mapping[str, Any]) -> Iterator[tuple]:
     """(indent, text) rows for every `:serialized:` entry."""
     minor = verdicts.target_minor(target)
-    for entry in model["entries"]:
+    for entry in model["entries"][:SHOWN]:
         numpy = f", NumPy {entry['numpy_major']} pickle" if entry["numpy_major"] else ""
-        yield 2, f"{entry['key']:<24} {entry['verdict']:<10} {entry['bytes']} bytes{numpy}; needs {', '.join(entry['modules']) or 'nothing'}"
-        for reason in entry["reasons"] if entry["verdict"] in ("dangerous", "corrupt") else ():
+        yield 2, f"{entry['key']:<24} {entry['verdict']:<10} {entry['bytes']} bytes{numpy}; needs {listed(entry['modules']) or 'nothing'}"
+        for reason in bounded(entry["reasons"]) if entry["verdict"] in ("dangerous", "corrupt") else ():
             yield 6, reason
-        for function in entry["functions"]:
+        for function in entry["functions"][:SHOWN]:
             first, *rest = function_lines(function, verdicts.effect(function, minor).value)
             yield 6, first
             for line in rest:
                 yield 8, line
         if entry["classes"]:
-            yield 6, f"classes pickled by value: {', '.join(entry['classes'])}"
+            yield 6, f"classes pickled by value: {listed(entry['classes'])}"
+    if len(model["entries"]) > SHOWN:
+        yield 2, more(model["entries"])
 
 
 def schedule_lines(model: Mapping[str, Any]) -> Iterator[str]:
@@ -84,10 +102,10 @@ def text(model: Mapping[str, Any], target: Mapping[str, Any]) -> str:
         f"  {producer_line(model)}",
         f"  judged for: Python {(target.get('python') or {}).get('version', '?')} {(target.get('python') or {}).get('executable', '')}".rstrip(),
         "members:",
-        *(f"  {m['name']:<32} {m['size']:>12} bytes" for m in model["members"]),
+        *(f"  {line}" for line in bounded(model["members"], lambda m: f"{m['name']:<32} {m['size']:>12} bytes")),
         "serialized entries:",
         *(" " * indent + row for indent, row in entry_lines(model, target)),
-        f"plain entries: {', '.join(model['plain_keys'])}",
+        f"plain entries: {listed(model['plain_keys'])}",
     ]
     if model["schedules"]:
         lines += ["sanitize would set:", *(f"  {line}" for line in schedule_lines(model))]
@@ -116,6 +134,7 @@ def markdown(model: Mapping[str, Any], target: Mapping[str, Any]) -> str:
 
 def report_terminal(report: Report, verbose: bool = False, color: bool = False, width: int = 110) -> str:
     """`envdoctor inspect`'s terminal view: each model's forensics, then the findings about them."""
+    report = escaped(report)
     models = report.facts["models"]
     buffer = io.StringIO()
     console = Console(file=buffer, force_terminal=color, no_color=not color, width=width, highlight=False, emoji=False)
@@ -124,11 +143,12 @@ def report_terminal(report: Report, verbose: bool = False, color: bool = False, 
     console.print()
     for finding in report.findings:
         finding_block(console, finding, verbose)
-    console.print(summary_line(report))
+    console.print(Text(summary_line(report)))
     return buffer.getvalue()
 
 
 def report_markdown(report: Report) -> str:
+    report = escaped(report)
     models = report.facts["models"]
     parts = [markdown(model, models["target"]) for model in models["files"]]
     parts += [markdown_renderer.finding_section(f) for f in report.findings]
