@@ -17,7 +17,7 @@ from envdoctor.capture import chart, verdict
 from envdoctor.capture.render import markdown_report
 from envdoctor.errors import UsageError
 from envdoctor.model import Report
-from envdoctor.store import save_report
+from envdoctor.store import save_report, write_private
 
 PYTHON_NAMES = ("python", "pypy")
 
@@ -57,10 +57,10 @@ def save(report: Report, directory: Path) -> List[Path]:
     try:
         if picture:
             saved.append(stem.with_suffix(".png"))
-            saved[-1].write_bytes(picture)
+            write_private(saved[-1], picture)
             picture_name = saved[-1].name
         saved.append(stem.with_suffix(".md"))
-        saved[-1].write_text(markdown_report(report, picture_name), encoding="utf-8")
+        write_private(saved[-1], markdown_report(report, picture_name))
     except OSError as error:
         raise UsageError(f"cannot save the report in {directory}: {error.strerror or error}") from None
     return saved

@@ -13,6 +13,7 @@ import traceback
 import click
 
 from envdoctor import __version__
+from envdoctor.cli.options import GuardedStdout
 from envdoctor.errors import EnvdoctorError
 
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE, EXIT_BUG = 0, 1, 2, 3
@@ -53,6 +54,7 @@ def cli() -> None:
 
 
 def main(argv=None) -> None:
+    stdout, sys.stdout = sys.stdout, GuardedStdout(sys.stdout)
     try:
         code = cli.main(args=argv, prog_name="envdoctor", standalone_mode=False)
     except click.exceptions.Abort as error:
@@ -70,7 +72,15 @@ def main(argv=None) -> None:
         click.echo("Interrupted.", err=True)
         code = EXIT_INTERRUPTED
     except Exception:
-        click.echo("envdoctor: internal error (a bug in envdoctor; please report it with this traceback):", err=True)
-        click.echo(traceback.format_exc(), err=True)
-        code = EXIT_BUG
+        code = internal_error()
+    finally:
+        sys.stdout.flush()
+        sys.stdout = stdout
     sys.exit(code or 0)
+
+
+def internal_error() -> int:
+    click.echo("envdoctor: internal error (a bug in envdoctor; please report it with this traceback):", err=True)
+    click.echo(traceback.format_exc(), err=True)
+    return EXIT_BUG
+

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Iterable, Tuple
+from typing import Iterable, Optional, Tuple
 
 import click
 
 from envdoctor import engine
 from envdoctor.checks.registry import load_checks, select
 from envdoctor.cli import EXIT_FINDINGS, EXIT_OK
-from envdoctor.cli.options import emit, output_options, resolve_python
+from envdoctor.cli.options import emit, note, output_options, resolve_python
 from envdoctor.cli.params import DAY_S, Seconds
 from envdoctor.collect.imports import DEFAULT_MODULE_TIMEOUT_S, ImportOptions
 from envdoctor.errors import UsageError
@@ -53,6 +53,20 @@ def probe_options(timeout: float) -> ProbeOptions:
     return ProbeOptions(timeout_s=timeout, on_event=ProgressPrinter(lambda text: click.echo(text, err=True, nl=False)))
 
 
+def saved(report, report_dir: Optional[Path]) -> None:
+    """Save the report before anything is shown, so an unwritable stdout cannot lose it. The
+    automatic ./reports save that fails (a read-only working directory) is a warning, not a failed
+    check; a --report-dir the user named that cannot take it is an error."""
+    try:
+        path = save_report(report, report_dir or DEFAULT_REPORT_DIR)
+    except UsageError as error:
+        if report_dir:
+            raise
+        note(f"envdoctor: warning: report not saved: {error}")
+        return
+    note(f"Report saved: {path}  (attach it to your bug ticket)")
+
+
 @click.command()
 @click.option("--python", "python", metavar="PATH", help="Interpreter (or venv folder) to diagnose [default: this one].")
 @output_options
@@ -84,10 +98,9 @@ def check(python, json_out, markdown_out, report_dir, no_save, fail_on, only, sk
         probe = None if no_probe or not selects_probe(selection) else probe_options(probe_timeout)
         import_options = ImportOptions(module_timeout_s=import_timeout) if imports else None
         report = engine.diagnose(resolve_python(python), selection, redact_paths=not no_redact, probe=probe, models=models, imports=import_options)
-    emit(report, json_out, markdown_out, verbose, json=json_renderer.render, markdown=markdown.render, terminal=terminal.render)
     if not no_save and (report_dir or not from_report):
-        path = save_report(report, report_dir or DEFAULT_REPORT_DIR)
-        click.echo(f"Report saved: {path}  (attach it to your bug ticket)", err=True)
+        saved(report, report_dir)
+    emit(report, json_out, markdown_out, verbose, json=json_renderer.render, markdown=markdown.render, terminal=terminal.render)
     failing = engine.at_or_above(report.findings, Severity(fail_on))
     return EXIT_FINDINGS if failing else EXIT_OK
 

@@ -21,6 +21,7 @@ from envdoctor.errors import EnvdoctorError, ReportReadError, UsageError
 from envdoctor.fleet.aggregate import Node
 from envdoctor.fleet.node_task import check_options
 from envdoctor.proc import run_child
+from envdoctor.store import private_folder, write_private
 
 CONNECT_MARGIN_S = 60.0  # connecting to the cluster and starting the driver, on top of the nodes' own time
 REACH_TIMEOUT_S = 5.0
@@ -88,7 +89,7 @@ def collect_from_ray(address: str, report_dir: Path, python: Optional[str], prob
     """Run `check` on every node, save each report as <host>-<node id>.json, and read them back."""
     answers = run_driver(address, python, probe, timeout)
     try:
-        report_dir.mkdir(parents=True, exist_ok=True)
+        private_folder(report_dir)
     except OSError as error:
         raise UsageError(f"cannot create {report_dir}: {error.strerror or error}") from None
     nodes = []
@@ -99,6 +100,9 @@ def collect_from_ray(address: str, report_dir: Path, python: Optional[str], prob
             nodes.append(Node(name, None, answer["error"], about))
             continue
         path = report_dir / f"{name}.json"
-        path.write_text(answer["report"], encoding="utf-8")
+        try:
+            write_private(path, answer["report"])
+        except OSError as error:
+            raise UsageError(f"cannot save {path}: {error.strerror or error}") from None
         nodes.append(read_node(name, path, about))
     return nodes
