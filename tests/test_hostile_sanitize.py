@@ -174,6 +174,11 @@ class Model:
         return run.json()["facts"]["models"]["files"][0]
 
 
+def usable(value: Any) -> bool:
+    """What a sanitised schedule may hold: a finite rate of 0 or more, or None (clip_range_vf off)."""
+    return isinstance(value, float) and math.isfinite(value) and value >= 0 or value is None
+
+
 def digest(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
@@ -418,10 +423,6 @@ def test_sanitize_replaces_a_regular_file_only_with_force(tmp_path):
 
 
 # ---------------------------------------------------------------- 4. numbers SB3 cannot train with, found in the file
-
-
-def usable(value: Any) -> bool:
-    return isinstance(value, float) and math.isfinite(value) and value >= 0 or value is None
 
 
 BAD_NUMBERS = {"nan": float("nan"), "inf": float("inf"), "-inf": float("-inf"), "negative": -0.5}

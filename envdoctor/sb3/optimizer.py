@@ -14,8 +14,8 @@ import zlib
 from typing import Any, Optional
 
 from envdoctor.sb3 import pickle_vm
-from envdoctor.sb3.schedules import usable
 from envdoctor.sb3.archive import OPTIMIZER, PICKLE_LIMIT, ModelArchive, ModelFileError, check_directory
+from envdoctor.sb3.schedules import usable
 
 # A compressed optimizer member is inflated into memory to reach the inner zip's directory; SB3 stores it.
 COMPRESSED_LIMIT = 64 * 2 ** 20
