@@ -290,3 +290,16 @@ def test_code_naming_beyond_its_names_is_dangerous():
     layout = 18 if sys.version_info >= (3, 11) else 16  # LOAD_GLOBAL 0 with no names reads past the tuple
     found = code_judge.reasons(schedule.__code__.co_code, (), layout, {}, allowlist.load())
     assert any("co_names[0] of 0" in r for r in found), found
+
+
+def test_a_member_climbing_out_of_its_folder_is_an_unsafe_member_finding(tmp_path):
+    import zipfile
+
+    from tests.conftest import run_envdoctor
+
+    path = model_with(tmp_path, {})
+    with zipfile.ZipFile(path, "a") as archive:
+        archive.writestr("../../.bashrc", "echo owned\n")
+    run = run_envdoctor("inspect", str(path), "--json", "-")
+    assert run.returncode == 1 and [f["id"] for f in run.json()["findings"]] == ["sb3.unsafe-member"]
+    assert "../../.bashrc" in run.json()["findings"][0]["evidence"]["members"]

@@ -50,7 +50,7 @@ def remedies(model: Mapping[str, Any], keys: Iterable[str]) -> tuple:
     return tuple(steps)
 
 
-@check("sb3.dangerous-pickle", "A model whose pickles run commands or code when loaded", requires=("models",))
+@check("sb3.dangerous-pickle", "A model whose pickles go beyond what genuine SB3 models hold (they can run code when loaded)", requires=("models",))
 def dangerous_pickle(facts: Mapping[str, Any]) -> Iterable[Finding]:
     for model in models(facts):
         bad = [e for e in model["entries"] if e["verdict"] == "dangerous"]
@@ -59,14 +59,34 @@ def dangerous_pickle(facts: Mapping[str, Any]) -> Iterable[Finding]:
         yield Finding(
             id="sb3.dangerous-pickle",
             severity=Severity.ERROR,
-            title=f"{name(model)} tries to run code when loaded: do not load it",
+            title=f"{name(model)} holds pickles that can run code when loaded: do not load it",
             explanation=(
-                "Loading a model unpickles its `:serialized:` entries, and these import or call things that run "
-                "commands or arbitrary code (" + "; ".join(r for e in bad for r in e["reasons"]) + "). "
-                "envdoctor only read the bytes; nothing was executed."
+                "Loading a model unpickles its `:serialized:` entries, and these name, call or run things that genuine "
+                "SB3 models never do (" + "; ".join(r for e in bad for r in e["reasons"]) + "). What envdoctor cannot "
+                "judge counts as dangerous too. envdoctor only read the bytes; nothing was executed."
             ),
             evidence={"model": model["path"], "entries": {e["key"]: e["reasons"] for e in bad}},
             remedies=remedies(model, [e["key"] for e in bad]) or (Remedy("Ask the author for a clean file; never load this one."),),
+        )
+
+
+@check("sb3.unsafe-member", "A model zip with members SB3 never writes (../ paths, links, special files)", requires=("models",))
+def unsafe_member(facts: Mapping[str, Any]) -> Iterable[Finding]:
+    for model in models(facts):
+        bad = {m["name"]: m["unsafe"] for m in model.get("members", ()) if m.get("unsafe")}
+        if not bad:
+            continue
+        yield Finding(
+            id="sb3.unsafe-member",
+            severity=Severity.ERROR,
+            title=f"{name(model)} has {len(bad)} member(s) SB3 never writes: it was not saved by SB3 as it is",
+            explanation=(
+                "SB3 writes plain members with fixed names. A member whose name climbs out of the folder it is unpacked "
+                "into, or that is a link or a special file, is what a crafted archive uses to overwrite files when "
+                "someone unzips it: " + "; ".join(f"{member!r}: {why}" for member, why in bad.items()) + "."
+            ),
+            evidence={"model": model["path"], "members": bad},
+            remedies=(Remedy("Do not unzip it; ask its author for the file SB3 saved. `envdoctor sanitize` refuses it."),),
         )
 
 

@@ -52,14 +52,18 @@ def algorithm(data: Mapping[str, Any], entries: Mapping[str, Mapping[str, Any]])
 
 
 def producer(info: Mapping[str, str], entries: List[Mapping[str, Any]]) -> Dict[str, Any]:
-    """The producing Python: system_info.txt's, cross-checked with every pickled code object."""
+    """The producing Python: system_info.txt's, cross-checked with every pickled code object.
+
+    `consistent` is None when system_info.txt names no Python version: nothing to agree with.
+    """
     functions = [f for e in entries for f in e["functions"]]
+    minor = bytecode.minor_of(info.get("python"))
     return {
         "system_info_python": info.get("python"),
-        "minor": bytecode.minor_of(info.get("python")),
+        "minor": minor,
         "code_minors": sorted({f["producer_minor"] for f in functions if f["producer_minor"]}),
         "code_layouts": sorted({f["layout"] for f in functions}),
-        "consistent": all(f["system_info_agrees"] for f in functions),
+        "consistent": all(f["system_info_agrees"] for f in functions) if minor else None,
     }
 
 
