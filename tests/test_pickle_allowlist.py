@@ -303,3 +303,54 @@ def test_a_member_climbing_out_of_its_folder_is_an_unsafe_member_finding(tmp_pat
     run = run_envdoctor("inspect", str(path), "--json", "-")
     assert run.returncode == 1 and [f["id"] for f in run.json()["findings"]] == ["sb3.unsafe-member"]
     assert "../../.bashrc" in run.json()["findings"][0]["evidence"]["members"]
+
+
+def observed():
+    import json
+    from pathlib import Path
+
+    return json.loads((Path(__file__).parent / "data" / "sb3" / "observed_globals.json").read_text(encoding="utf-8"))
+
+
+def test_every_global_seen_in_real_models_is_allowed_in_the_role_it_was_seen_in():
+    """observed_globals.json: every global of 430 real models (SB3 1.8-2.9) and 180 cloudpickle payloads
+    (Python 3.7-3.13), with how each was used; scripts/sb3-corpus made it."""
+    from envdoctor.sb3 import allowlist
+
+    allow = allowlist.load()
+    refused = []
+    for dotted, seen in observed()["globals"].items():
+        uses = {example["used"] for example in seen["seen_in"]}
+        module, name = seen["module"], seen["name"]
+        value = allow.is_value(module, name)
+        if ("called" in uses and not (value or allow.is_loader(dotted))) or ("referenced" in uses and not value):
+            refused.append((dotted, sorted(uses)))
+    assert refused == []
+    assert all(allow.is_storage_global(*g.rsplit(".", 1)) for g in observed()["torch_load_globals"])
+    assert set(observed()["builtin_types"]) <= allow.builtin_types
+
+
+def test_a_tensor_in_data_is_judged_through_the_storage_torch_loads():
+    import torch
+
+    facts = judged(cloudpickle.dumps(torch.zeros(3)), key="weights")
+    assert facts["verdict"] == "reference", facts["reasons"]
+
+
+def test_a_storage_whose_bytes_hide_a_second_payload_is_dangerous():
+    inner = b"\x80\x02" + global0("posix", "system") + b"(Vtrue\ntR."
+    payload = b"\x80\x04" + global4("torch.storage", "_load_from_bytes") + b"C" + bytes([len(inner)]) + inner + b"\x85R."
+    facts = judged(payload, key="weights")
+    assert facts["verdict"] == "dangerous" and any("posix.system" in r for r in facts["reasons"])
+
+
+def test_a_module_in_a_closure_cell_is_judged_by_how_the_code_uses_it():
+    def make(kind):
+        import numpy as np_local
+
+        if kind == "cos":
+            return lambda p: float(np_local.cos(p))
+        return lambda p: np_local.load("/tmp/x.npy") + p
+
+    assert judged(cloudpickle.dumps(make("cos")))["verdict"] == "code"
+    assert judged(cloudpickle.dumps(make("load")))["verdict"] == "dangerous"

@@ -37,6 +37,8 @@ class Allowlist:
     path_classes: Tuple[str, ...]
     dunders: FrozenSet[str]
     reaching: FrozenSet[str]
+    storage_globals: FrozenSet[str]
+    storage_suffix: str
 
     def is_loader(self, dotted: str) -> bool:
         return dotted in self.loader
@@ -56,6 +58,12 @@ class Allowlist:
         if module in self.path_wildcards and not last.startswith("_"):
             return True
         return module in self.path_classes and bool(CLASS_NAME.match(last)) and not last.startswith("_")
+
+    def is_storage_global(self, module: str, name: str) -> bool:
+        """A global a tensor storage saved by torch may name: its rebuild functions and storage classes."""
+        if f"{module}.{name}" in self.storage_globals:
+            return True
+        return module == "torch" and name.endswith(self.storage_suffix) and bool(CLASS_NAME.match(name))
 
     def attribute_allowed(self, name: str) -> bool:
         """An attribute pickled code may read from a value that is not a module: no dunder beyond a few, and
@@ -101,4 +109,6 @@ def load() -> Allowlist:
         path_classes=tuple(p[: -len(".<Class>")] for p in patterns if p.endswith(".<Class>")),
         dunders=frozenset(code["dunders"]),
         reaching=frozenset(code["reaching_attributes"]),
+        storage_globals=frozenset(data["torch_storage"]["globals"]),
+        storage_suffix=data["torch_storage"]["storage_class_suffix"],
     )

@@ -21,14 +21,16 @@ FAMILY_MINORS = {15: (), 16: ("3.8", "3.9", "3.10"), 18: ("3.11", "3.12", "3.13"
 # argument of LOAD_GLOBAL is index * 2 + a flag, from 3.12 so is LOAD_ATTR's, and LOAD_SUPER_ATTR's is index * 4.
 _OLD = {"LOAD_GLOBAL": 116, "LOAD_NAME": 101, "IMPORT_NAME": 108, "IMPORT_FROM": 109, "EXTENDED_ARG": 144,
         "LOAD_ATTR": 106, "LOAD_METHOD": 160, "STORE_ATTR": 95, "DELETE_ATTR": 96, "STORE_GLOBAL": 97,
-        "DELETE_GLOBAL": 98, "STORE_NAME": 90, "DELETE_NAME": 91}
-_312 = {k: v for k, v in _OLD.items() if k != "LOAD_METHOD"}
+        "DELETE_GLOBAL": 98, "STORE_NAME": 90, "DELETE_NAME": 91, "LOAD_DEREF": 136, "LOAD_CLASSDEREF": 148}
+_312 = {k: v for k, v in _OLD.items() if k not in ("LOAD_METHOD", "LOAD_CLASSDEREF")}
 NAME_OPCODES = {
-    "3.8": _OLD, "3.9": _OLD, "3.10": _OLD, "3.11": _OLD,
-    "3.12": {**_312, "LOAD_SUPER_ATTR": 141, "LOAD_FROM_DICT_OR_GLOBALS": 175},
+    "3.8": _OLD, "3.9": _OLD, "3.10": _OLD, "3.11": {**_OLD, "LOAD_DEREF": 137},
+    "3.12": {**_312, "LOAD_DEREF": 137, "LOAD_SUPER_ATTR": 141, "LOAD_FROM_DICT_OR_GLOBALS": 175,
+             "LOAD_FROM_DICT_OR_DEREF": 176},
     "3.13": {"LOAD_GLOBAL": 91, "LOAD_NAME": 92, "IMPORT_NAME": 75, "IMPORT_FROM": 74, "EXTENDED_ARG": 71,
              "LOAD_ATTR": 82, "STORE_ATTR": 108, "DELETE_ATTR": 63, "STORE_GLOBAL": 113, "DELETE_GLOBAL": 66,
-             "STORE_NAME": 114, "DELETE_NAME": 67, "LOAD_SUPER_ATTR": 93, "LOAD_FROM_DICT_OR_GLOBALS": 90},
+             "STORE_NAME": 114, "DELETE_NAME": 67, "LOAD_SUPER_ATTR": 93, "LOAD_FROM_DICT_OR_GLOBALS": 90,
+             "LOAD_DEREF": 84, "LOAD_FROM_DICT_OR_DEREF": 89},
 }
 SHIFTS = {"3.11": {"LOAD_GLOBAL": 1}, "3.12": {"LOAD_GLOBAL": 1, "LOAD_ATTR": 1, "LOAD_SUPER_ATTR": 2},
           "3.13": {"LOAD_GLOBAL": 1, "LOAD_ATTR": 1, "LOAD_SUPER_ATTR": 2}}
@@ -85,16 +87,36 @@ def prologue_fits(ops: Sequence[int], table: dict) -> bool:
     return False
 
 
+def caches_fit(code: bytes, table: dict) -> bool:
+    """From 3.11 each specialisable instruction is followed by a fixed number of inline cache units, which
+    the compiler writes as zeros: code compiled by this version has them exactly there (3.11 and 3.12
+    differ here even where their opcode sets agree)."""
+    caches = {int(op): count for op, count in table.get("caches", {}).items()}
+    index, units = 0, len(code) // 2
+    while index < units:
+        count = caches.get(code[2 * index], 0)
+        if any(code[2 * unit] or code[2 * unit + 1] for unit in range(index + 1, min(index + 1 + count, units))):
+            return False
+        index += 1 + count
+    return True
+
+
 def candidate_minors(n_args: int, code: bytes) -> List[str]:
     """The Python minor versions that could have produced `code` with `n_args` CodeType args."""
     ops = opcodes(code)
+    used = set(ops)
     tables = opcode_tables()
     found = []
     for minor in FAMILY_MINORS.get(n_args, ()):
         table = tables.get(minor)
-        if table and not set(ops) - set(table["defined"]) and prologue_fits(ops, table):
+        if table and not used - defined_set(minor) and prologue_fits(ops, table) and caches_fit(code, table):
             found.append(minor)
     return found
+
+
+@lru_cache(maxsize=None)
+def defined_set(minor: str) -> frozenset:
+    return frozenset(opcode_tables()[minor]["defined"])
 
 
 def describe_candidates(n_args: int, candidates: Sequence[str]) -> str:
@@ -144,6 +166,14 @@ def instructions(code: bytes, minor: str) -> Iterator[Tuple[Optional[str], int]]
         if name == "EXTENDED_ARG":
             continue
         yield (name, arg >> shifts.get(name, 0)) if name else (None, 0)
+
+
+def cell_names(minor: str, varnames: Sequence[object], cellvars: Sequence[object], freevars: Sequence[object]) -> List[object]:
+    """The names LOAD_DEREF's argument indexes under `minor`: cells then free variables up to 3.10; from 3.11
+    every local slot (locals, cells that are not also arguments, free variables)."""
+    if family_of_minor(minor) != 18:
+        return [*cellvars, *freevars]
+    return [*varnames, *(c for c in cellvars if c not in varnames), *freevars]
 
 
 def numberings(n_args: int) -> Sequence[str]:

@@ -11,6 +11,7 @@ beyond a few, or a name that loads files or runs commands makes the code dangero
 from __future__ import annotations
 
 import builtins
+from dataclasses import dataclass, field
 from typing import Iterable, List, Mapping, Sequence, Set, Tuple
 
 from envdoctor.sb3 import bytecode
@@ -23,59 +24,79 @@ ATTRIBUTE_WRITES = ("STORE_ATTR", "DELETE_ATTR")
 GLOBAL_WRITES = ("STORE_GLOBAL", "DELETE_GLOBAL", "STORE_NAME", "DELETE_NAME")
 
 
-def reasons(code: bytes, names: Sequence[object], n_args: int, modules: Mapping[str, Set[str]], allow: Allowlist) -> List[str]:
-    """Why calling this code could run commands or code (empty: it cannot), under every numbering."""
+DEREF_LOADS = ("LOAD_DEREF", "LOAD_CLASSDEREF", "LOAD_FROM_DICT_OR_DEREF")
+
+
+@dataclass(frozen=True)
+class Closure:
+    """The code object's local slots, and which of its free variables hold a module (`import torch as th` in
+    the enclosing function puts `th` in a closure cell)."""
+
+    varnames: Tuple[object, ...] = ()
+    cellvars: Tuple[object, ...] = ()
+    freevars: Tuple[object, ...] = ()
+    modules: Mapping[str, Set[str]] = field(default_factory=dict)
+
+
+def reasons(code: bytes, names: Sequence[object], n_args: int, modules: Mapping[str, Set[str]], allow: Allowlist,
+            closure: Closure = Closure()) -> List[str]:
+    """Why calling this code could run commands or code (empty: it cannot), under every numbering that runs it."""
     found: Set[str] = set()
     candidates = bytecode.candidate_minors(n_args, code)
     for minor in candidates or bytecode.numberings(n_args):
-        ops = list(bytecode.instructions(code, minor))
-        found.update(read(ops, names, modules, allow))
+        derefs = bytecode.cell_names(minor, closure.varnames, closure.cellvars, closure.freevars)
+        ops = [(name, word(names, derefs, name, index), index) for name, index in bytecode.instructions(code, minor)]
+        found.update(read(ops, modules, closure.modules, allow))
         if candidates:  # under a numbering that runs it, a name beyond co_names reads whatever memory follows
-            found.update(f"reads co_names[{index}] of {len(names)}" for name, index in ops if name and index >= len(names))
+            found.update(f"reads co_names[{index}] of {len(names)}" for name, text, index in ops
+                         if name and name not in DEREF_LOADS and index >= len(names))
     return sorted(found)
 
 
-def text(names: Sequence[object], index: int) -> str:
-    """co_names[index] when it is a string; "" for an index out of range (a reading that does not apply)."""
-    value = names[index] if 0 <= index < len(names) else None
+def word(names: Sequence[object], derefs: Sequence[object], name: object, index: int) -> str:
+    """The name an instruction uses: from co_names, or from the local slots for LOAD_DEREF and kin; "" for an
+    index out of range (a reading that does not apply)."""
+    table = derefs if name in DEREF_LOADS else names
+    value = table[index] if 0 <= index < len(table) else None
     return value if isinstance(value, str) else ""
 
 
-def chain(ops: Sequence[Tuple[object, int]], start: int, names: Sequence[object]) -> List[str]:
+def chain(ops: Sequence[Tuple[object, str, int]], start: int) -> List[str]:
     """The attribute names read one after another from the value loaded at `start` (`th.nn.Linear`)."""
     found = []
-    for name, index in ops[start + 1:]:
-        if name not in ("LOAD_ATTR", "LOAD_METHOD") or not text(names, index):
+    for name, text, _ in ops[start + 1:]:
+        if name not in ("LOAD_ATTR", "LOAD_METHOD") or not text:
             break
-        found.append(text(names, index))
+        found.append(text)
     return found
 
 
-def read(ops: Sequence[Tuple[object, int]], names: Sequence[object], modules: Mapping[str, Set[str]], allow: Allowlist) -> Iterable[str]:
+def read(ops: Sequence[Tuple[object, str, int]], modules: Mapping[str, Set[str]], cell_modules: Mapping[str, Set[str]],
+         allow: Allowlist) -> Iterable[str]:
     skip = 0
-    for position, (name, index) in enumerate(ops):
-        word = text(names, index) if name else ""
+    for position, (name, word_, _) in enumerate(ops):
         if skip:
             skip -= 1
             continue
-        if not word:
+        if not word_:
             continue
-        if name in GLOBAL_LOADS and word in modules:
-            path = chain(ops, position, names)
+        held = modules.get(word_) if name in GLOBAL_LOADS else cell_modules.get(word_) if name in DEREF_LOADS else None
+        if held:
+            path = chain(ops, position)
             skip = len(path)
-            yield from module_use(word, modules[word], path, allow)
-        elif name in GLOBAL_LOADS and word in BUILTIN_NAMES and word not in allow.code_builtins:
-            yield f"calls the builtin {word}"
-        elif name == "IMPORT_NAME" and word not in allow.code_imports:
-            yield f"imports the module {word}"
-        elif name == "IMPORT_FROM" and not any(allow.path_allowed(f"{m}.{word}") for m in allow.code_imports):
-            yield f"imports {word} from a module"
-        elif name in ATTRIBUTE_LOADS and not allow.attribute_allowed(word):
-            yield f"reads the attribute {word}"
-        elif name in ATTRIBUTE_WRITES and word.startswith("__"):
-            yield f"changes the attribute {word}"
-        elif name in GLOBAL_WRITES and word.startswith("__"):
-            yield f"rebinds {word}"
+            yield from module_use(word_, held, path, allow)
+        elif name in GLOBAL_LOADS and word_ in BUILTIN_NAMES and word_ not in allow.code_builtins:
+            yield f"calls the builtin {word_}"
+        elif name == "IMPORT_NAME" and word_ not in allow.code_imports:
+            yield f"imports the module {word_}"
+        elif name == "IMPORT_FROM" and not any(allow.path_allowed(f"{m}.{word_}") for m in allow.code_imports):
+            yield f"imports {word_} from a module"
+        elif name in ATTRIBUTE_LOADS and not allow.attribute_allowed(word_):
+            yield f"reads the attribute {word_}"
+        elif name in ATTRIBUTE_WRITES and word_.startswith("__"):
+            yield f"changes the attribute {word_}"
+        elif name in GLOBAL_WRITES and word_.startswith("__"):
+            yield f"rebinds {word_}"
 
 
 def module_use(global_name: str, module_names: Set[str], path: List[str], allow: Allowlist) -> Iterable[str]:

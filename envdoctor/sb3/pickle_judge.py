@@ -16,20 +16,24 @@ from typing import Any, Dict, Iterable, List, Set, Tuple
 from envdoctor.sb3 import code_judge
 from envdoctor.sb3 import cloudpickle_reader as reader
 from envdoctor.sb3.allowlist import Allowlist, is_user_module
+from envdoctor.sb3 import pickle_vm
 from envdoctor.sb3.pickle_vm import Call, Dict_, Global, Set_, Trace, callee
 
 # Loader results that are modules, types, functions or classes: BUILD on them would rewrite shared state.
 NOT_BUILDABLE = {"subimport", "dynamic_subimport", "_builtin_type", "_make_function", "_make_skel_func",
                  "_make_skeleton_class", "_make_skeleton_enum", "getitem"}
-CODE_MAKERS = {"CodeType", "FunctionType"}
+CODE_MAKERS = {"CodeType", "FunctionType", "LambdaType"}
 # Loaders that fill in an object: only one the pickle made with the matching maker, never a class or function
 # of a real module (that would rewrite it for the whole process).
+FUNCTION_MAKERS = {"_make_function", "_make_skel_func", "FunctionType", "LambdaType"}
 FILLERS = {
-    "_function_setstate": {"_make_function", "_make_skel_func"},
-    "_fill_function": {"_make_function", "_make_skel_func"},
+    "_function_setstate": FUNCTION_MAKERS,
+    "_fill_function": FUNCTION_MAKERS,
     "_class_setstate": {"_make_skeleton_class", "_make_skeleton_enum"},
     "cell_set": {"_make_empty_cell"},
 }
+# torch's legacy save: magic number, protocol version, sys_info, the storage, its keys; raw bytes follow.
+LEGACY_PICKLES = 5
 DATA, GLOBALS, SUBMODULES, CELL = "data", "globals", "submodules", "cell"
 
 
@@ -38,16 +42,50 @@ def loader_name(node: Any) -> str:
     return target.name if target else ""
 
 
+def maker_name(node: Any) -> str:
+    """What made `node`: its loader's name, or the type `_builtin_type(name)` handed to the call (cloudpickle
+    before 1.5 builds functions as `_builtin_type("LambdaType")(code, globals, …)`)."""
+    if isinstance(node, Call) and loader_name(node.func) == "_builtin_type":
+        return str(first_arg(node.func))
+    return loader_name(node)
+
+
 def first_arg(call: Call) -> Any:
     return call.args[0] if isinstance(call.args, tuple) and call.args else None
 
 
-def call_reasons(call: Call, allow: Allowlist) -> Iterable[str]:
+def storage_reasons(data: Any, allow: Allowlist, budget: pickle_vm.Budget) -> Iterable[str]:
+    """Why the bytes `_load_from_bytes` hands to torch.load are not a tensor storage torch saved (a second
+    unpickling, judged like the first: only storage classes and torch's rebuild functions)."""
+    if not isinstance(data, bytes):
+        yield f"gives torch.load {reader.describe(data, 0)} instead of a saved storage"
+        return
+    traces = pickle_vm.run_sequence(data, LEGACY_PICKLES, budget)
+    try:
+        for trace in traces:
+            yield from storage_trace_reasons(trace, allow)
+    except (pickle_vm.CorruptPickle, pickle_vm.TooLarge) as error:
+        yield f"gives torch.load bytes that are not a saved storage ({error})"
+
+
+def storage_trace_reasons(trace: Trace, allow: Allowlist) -> Iterable[str]:
+    for g in trace.globals:
+        if not allow.is_storage_global(g.module, g.name):
+            yield f"gives torch.load a pickle naming {g.dotted}"
+    for call in trace.calls:
+        target = callee(call)
+        if target is None or target.dotted not in allow.storage_globals:
+            yield f"gives torch.load a pickle calling {target.dotted if target else 'a computed callee'}"
+
+
+def call_reasons(call: Call, allow: Allowlist, budget: pickle_vm.Budget) -> Iterable[str]:
     """Why making this call while loading is not something a genuine SB3 entry does."""
     target = callee(call)
     if target is None:
         return
-    if allow.is_loader(target.dotted):
+    if target.name == "_load_from_bytes" and allow.is_loader(target.dotted):
+        yield from storage_reasons(first_arg(call), allow, budget)
+    elif allow.is_loader(target.dotted):
         yield from loader_reasons(target, call, allow)
     elif not allow.is_value(target.module, target.name):
         yield f"calls {target.dotted} when loaded"
@@ -61,7 +99,7 @@ def loader_reasons(target: Global, call: Call, allow: Allowlist) -> Iterable[str
         yield f"reaches types.{argument} when loaded"
     elif target.name == "getitem" and not (isinstance(argument, Global) and argument.module in allow.getitem_targets):
         yield f"indexes {reader.describe(argument, 0)} when loaded"
-    elif target.name in FILLERS and loader_name(argument) not in FILLERS[target.name]:
+    elif target.name in FILLERS and maker_name(argument) not in FILLERS[target.name]:
         yield f"{target.name} rewrites {reader.describe(argument, 0)}, which the pickle did not make, when loaded"
 
 
@@ -107,8 +145,8 @@ def value_reasons(node: Any, place: str, has_code: bool, allow: Allowlist) -> It
         yield f"names {node.dotted}" + (" (a loader, as data)" if allow.is_loader(node.dotted) else "")
     elif isinstance(node, Call):
         name = loader_name(node)
-        if name == "subimport" and (place == DATA or place == CELL and first_arg(node) not in allow.path_wildcards):
-            yield f"hands the module {first_arg(node)} to code outside a globals dict"
+        if name == "subimport" and place == DATA:
+            yield f"hands the module {first_arg(node)} to code outside a globals dict or closure cell"
         elif name == "_builtin_type" and first_arg(node) in CODE_MAKERS:
             yield f"hands types.{first_arg(node)} to code"
 
@@ -134,9 +172,47 @@ def walk(trace: Trace, has_code: bool, allow: Allowlist) -> Tuple[List[str], Dic
     return found, modules
 
 
+def cell_value(cell: Any, filled: Dict[int, Any]) -> Any:
+    """What a closure cell holds: `_make_cell(value)`, or an empty cell that `cell_set(cell, value)` filled."""
+    if loader_name(cell) == "_make_cell":
+        return first_arg(cell)
+    return filled.get(id(cell))
+
+
+def closures(trace: Trace) -> Dict[int, Tuple[Any, ...]]:
+    """{id(code call): its function's closure cells}, from the function's maker and cloudpickle's state."""
+    states = reader.function_states(trace)
+    found: Dict[int, Tuple[Any, ...]] = {}
+    for call in trace.calls:
+        if maker_name(call) in FUNCTION_MAKERS and isinstance(call.args, tuple) and call.args:
+            cells = states.get(id(call), Dict_()).get("__closure__")
+            if not isinstance(cells, tuple) and len(call.args) > 4 and isinstance(call.args[4], tuple):
+                cells = call.args[4]
+            if isinstance(cells, tuple):
+                found[id(call.args[0])] = cells
+    return found
+
+
+def closure_of(call: Call, fields: Dict[str, Any], cells: Tuple[Any, ...], filled: Dict[int, Any]) -> code_judge.Closure:
+    def strings(key: str) -> Tuple[object, ...]:
+        value = fields.get(key)
+        return value if isinstance(value, tuple) else ()
+
+    modules: Dict[str, Set[str]] = {}
+    for name, cell in zip(strings("freevars"), cells):
+        value = cell_value(cell, filled)
+        if isinstance(name, str) and loader_name(value) == "subimport" and isinstance(first_arg(value), str):
+            modules.setdefault(name, set()).add(first_arg(value))
+    return code_judge.Closure(strings("varnames"), strings("cellvars"), strings("freevars"), modules)
+
+
 def code_reasons(trace: Trace, modules: Dict[str, Set[str]], allow: Allowlist) -> Iterable[str]:
-    """Each code object's reasons, computed once per distinct (code, names) pair however often it is shared."""
-    judged: Dict[Tuple[int, int, int], List[str]] = {}
+    """Each code object's reasons, computed once per distinct code object however often it is shared; a
+    module in a closure cell that no judged code can be linked to is a reason of its own."""
+    judged: Dict[int, List[str]] = {}
+    linked_cells: Set[int] = set()
+    filled = {id(c.args[0]): c.args[1] for c in trace.calls if loader_name(c) == "cell_set" and isinstance(c.args, tuple) and len(c.args) == 2}
+    cells_of = closures(trace)
     for call in trace.calls:
         if not reader.is_code_type(call.func):
             continue
@@ -148,18 +224,24 @@ def code_reasons(trace: Trace, modules: Dict[str, Set[str]], allow: Allowlist) -
         if not isinstance(code, bytes) or not isinstance(names, tuple):
             yield "holds a code object whose bytecode or names cannot be read"
             continue
-        key = (id(code), id(names), len(call.args))
-        if key not in judged:
-            judged[key] = code_judge.reasons(code, names, len(call.args), modules, allow)
+        cells = cells_of.get(id(call), ())
+        linked_cells.update(id(cell_value(cell, filled)) for cell in cells)
+        if id(call) not in judged:
+            judged[id(call)] = code_judge.reasons(code, names, len(call.args), modules, allow, closure_of(call, fields, cells, filled))
         label = reader.describe(fields.get("qualname", fields.get("name")))
-        for reason in judged[key]:
+        for reason in judged[id(call)]:
             yield f"{label} {reason} when called"
+    held = [first_arg(c) for c in trace.calls if loader_name(c) == "_make_cell"] + list(filled.values())
+    for value in held:
+        if loader_name(value) == "subimport" and id(value) not in linked_cells:
+            yield f"hands the module {first_arg(value)} to code through a closure cell no judged code reads"
 
 
 def reasons(trace: Trace, allow: Allowlist) -> List[str]:
     """Why loading this entry, or calling the code in it, may run something a genuine entry never does."""
     has_code = any(reader.is_code_type(call.func) for call in trace.calls)
-    found = [reason for call in trace.calls for reason in call_reasons(call, allow)]
+    budget = pickle_vm.Budget()
+    found = [reason for call in trace.calls for reason in call_reasons(call, allow, budget)]
     found.extend(build_reasons(trace))
     value_found, modules = walk(trace, has_code, allow)
     found.extend(value_found)

@@ -9,9 +9,10 @@ the tree. Nothing here ever resolves a name: a malicious pickle is only data.
 
 from __future__ import annotations
 
+import io
 import pickletools
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, BinaryIO, Dict, Iterator, List, Optional, Tuple
 
 
 class CorruptPickle(Exception):
@@ -279,11 +280,23 @@ def run(data: bytes, budget: Optional[Budget] = None) -> Trace:
     TooLarge when it holds more opcodes than `budget` has left."""
     if not data:
         raise CorruptPickle("empty pickle")
-    budget = budget or Budget()
+    return trace(io.BytesIO(data), budget or Budget())
+
+
+def run_sequence(data: bytes, count: int, budget: Budget) -> Iterator[Trace]:
+    """The first `count` pickles written one after another into `data` (torch's legacy save format), each
+    traced as it is reached, so those before a broken one are still seen."""
+    stream = io.BytesIO(data)
+    for _ in range(count):
+        yield trace(stream, budget)
+
+
+def trace(stream: BinaryIO, budget: Budget) -> Trace:
+    """Trace one pickle from `stream`, which is left just after its STOP."""
     machine = _Machine()
     count = 0
     try:  # genops itself raises on unknown opcodes, short arguments and a missing STOP
-        for opcode, arg, _ in pickletools.genops(data):
+        for opcode, arg, _ in pickletools.genops(stream):
             count += 1
             if count > budget.left:
                 budget.left = 0
