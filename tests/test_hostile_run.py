@@ -389,3 +389,12 @@ def test_a_probe_run_leaves_no_sb3_log_folder(tmp_path):
     result = run_ladder(PY, {**os.environ, "TMPDIR": str(scratch)}, ProbeOptions(timeout_s=120, bisect=False), until="learn").to_json()
     assert {s["id"]: s["status"] for s in result["stages"]}["learn"] == "passed", result
     assert list(scratch.glob("SB3-*")) == []
+
+
+def test_run_keeps_the_commands_exit_status_when_the_report_cannot_be_saved(tmp_path):
+    blocked = tmp_path / "reports"
+    blocked.write_text("a file where the report folder should be")
+    run = run_envdoctor("run", "--report-dir", str(blocked / "crashes"), "--", sys.executable, "-c", "raise SystemExit(3)", timeout=120)
+    assert run.returncode == 3, run
+    assert "warning: cannot save the report" in run.stderr and "Traceback" not in run.stderr
+    assert blocked.read_text() == "a file where the report folder should be"

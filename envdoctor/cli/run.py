@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
+from typing import List
 
 import click
 
@@ -14,8 +15,20 @@ from envdoctor.capture.report import crash_report, save
 from envdoctor.capture.session import run_command
 from envdoctor.capture.supervise import Settings
 from envdoctor.cli.params import WEEK_S, Seconds
+from envdoctor.errors import UsageError
+from envdoctor.render.escape import escape_control
 
 DEFAULT_REPORT_DIR = Path("reports")
+
+
+def save_or_warn(report, directory: Path) -> List[Path]:
+    """The saved crash report's files; a report that cannot be saved is a warning, never the command's
+    exit status, which stays the command's own."""
+    try:
+        return save(report, directory)
+    except UsageError as error:
+        click.echo(f"envdoctor: warning: {error}; the crash report is only shown here", err=True)
+        return []
 
 
 @click.command(context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
@@ -36,11 +49,11 @@ def run(report_dir, under_gdb, hang_timeout, sample_interval, always_report, com
     run_section = run_command(command, settings, os.environ)
     end = run_section["ending"]
     if end["kind"] == "not-started":
-        click.echo(f"envdoctor: cannot run {command[0]}: {end['start_error']}", err=True)
+        click.echo(escape_control(f"envdoctor: cannot run {command[0]}: {end['start_error']}", multiline=False), err=True)
         return end["exit_status"]
     if end["kind"] in record.ABNORMAL or always_report:
         report = crash_report(run_section, os.environ)
-        saved = save(report, report_dir or DEFAULT_REPORT_DIR)
+        saved = save_or_warn(report, report_dir or DEFAULT_REPORT_DIR)
         click.echo(terminal_summary(report, [str(p) for p in saved], color=sys.stderr.isatty() and not os.environ.get("NO_COLOR")), nl=False, err=True)
     else:
         click.echo(one_line(run_section), err=True)
