@@ -26,8 +26,8 @@ from typing import Iterator, List, Tuple
 import pytest
 
 from envdoctor.cli import main
-from tests.conftest import run_envdoctor
-from tests.test_inspect_hostile import model_zip
+from conftest import run_envdoctor
+from test_inspect_hostile import model_zip
 
 PAYLOADS = {
     "osc52-clipboard": "\x1b]52;c;cm0gLXJmIH4K\x07",
@@ -412,7 +412,7 @@ def test_a_planted_link_is_not_written_through(tmp_path, monkeypatch):
     victim.write_text("keep")
     (tmp_path / "reports" / "fixed.json").symlink_to(victim)
     from envdoctor.errors import UsageError
-    from tests.test_render import REPORT
+    from test_render import REPORT
 
     with pytest.raises(UsageError, match="cannot save the report"):
         store.save_report(REPORT, tmp_path / "reports")

@@ -27,7 +27,7 @@ import pytest
 
 from envdoctor.sb3 import advice, system_info
 from envdoctor.sb3.schedules import SCHEDULE_KEYS
-from tests.conftest import run_envdoctor
+from conftest import run_envdoctor
 
 sys.path.insert(0, str(Path(__file__).parent / "data" / "sb3"))
 from splice import dangerous_payload  # noqa: E402

@@ -248,7 +248,7 @@ def test_issue_gadgets_are_dangerous_in_inspect_and_check_and_never_copied_by_sa
     import json
     import zipfile
 
-    from tests.conftest import run_envdoctor
+    from conftest import run_envdoctor
 
     marker = tmp_path / "PWNED"
     pickle.loads(ISSUE_GADGETS[gadget](f"touch {marker}"))
@@ -295,7 +295,7 @@ def test_code_naming_beyond_its_names_is_dangerous():
 def test_a_member_climbing_out_of_its_folder_is_an_unsafe_member_finding(tmp_path):
     import zipfile
 
-    from tests.conftest import run_envdoctor
+    from conftest import run_envdoctor
 
     path = model_with(tmp_path, {})
     with zipfile.ZipFile(path, "a") as archive:

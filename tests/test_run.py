@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from envdoctor.engine import read_report
-from tests.conftest import REPO
+from conftest import REPO
 
 DATA = REPO / "tests" / "data" / "run"
 PY = sys.executable

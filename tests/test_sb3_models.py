@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import run_envdoctor
+from conftest import run_envdoctor
 
 DATA = Path(__file__).parent / "data" / "sb3"
 sys.path.insert(0, str(DATA))

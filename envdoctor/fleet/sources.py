@@ -73,7 +73,7 @@ def ensure_reachable(address: str) -> None:
 
 def run_driver(address: str, python: Optional[str], probe: bool, timeout: float) -> List[dict]:
     if importlib.util.find_spec("ray") is None:
-        raise UsageError("fleet --address needs Ray in this environment: pip install 'envdoctor[fleet]'")
+        raise UsageError(f"fleet --address needs Ray in this environment: {sys.executable} -m pip install 'ray>=2.9'")
     ensure_reachable(address)
     with tempfile.TemporaryDirectory(prefix="envdoctor-fleet-") as scratch:
         out = Path(scratch) / "nodes.json"
