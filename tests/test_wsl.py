@@ -95,3 +95,32 @@ def test_a_linux_driver_inside_wsl2_is_an_error_naming_the_library(envdoctor, tm
 def test_the_same_libcuda_on_native_linux_is_fine(envdoctor, tmp_path):
     _, found = check_under(envdoctor, tmp_path, {**NATIVE, "/usr/lib/x86_64-linux-gnu/libcuda.so.1": ""})
     assert "wsl.linux-driver-inside" not in found
+
+
+CONTAINER_ON_NATIVE = {**NATIVE, "/.dockerenv": ""}
+
+
+@pytest.mark.parametrize("files", [NATIVE, CONTAINER_ON_NATIVE], ids=["native", "container-on-native"])
+@pytest.mark.parametrize("variables", [{"WSL_DISTRO_NAME": "Ubuntu"}, {"WSL_INTEROP": "/run/WSL/1_interop"}, {"WSL_DISTRO_NAME": "Ubuntu", "WSL_INTEROP": "/run/WSL/9_interop"}], ids=["distro", "interop", "both"])
+def test_wsl_variables_on_a_native_kernel_are_only_a_note(envdoctor, tmp_path, files, variables):
+    run, found = check_under(envdoctor, tmp_path, files, **variables)
+    (finding,) = found["wsl.kernel"]
+    assert finding["severity"] == "info"
+    assert "WSL2" not in finding["title"] and "not WSL's" in finding["title"]
+    assert sorted(finding["evidence"]["variables"]) == sorted(variables)
+    assert finding["evidence"]["kernel_release"] == "6.1.0-18-amd64"
+    assert "wsl.linux-driver-inside" not in found
+    assert run.returncode == 0
+
+
+@pytest.mark.parametrize("marker", ["/usr/lib/wsl/", "/run/WSL/", "/proc/sys/fs/binfmt_misc/WSLInterop"])
+def test_a_filesystem_marker_on_a_foreign_kernel_is_wsl2(envdoctor, tmp_path, marker):
+    _, found = check_under(envdoctor, tmp_path, {**NATIVE, marker: "enabled\n" if not marker.endswith("/") else ""}, WSL_INTEROP="/run/WSL/1_interop")
+    (finding,) = found["wsl.kernel"]
+    assert "Running under WSL2 (custom kernel)" in finding["title"]
+
+
+def test_the_kernel_alone_says_wsl_without_any_variable(envdoctor, tmp_path):
+    _, found = check_under(envdoctor, tmp_path, {k: v for k, v in WSL2.items() if k.startswith("/proc")})
+    (finding,) = found["wsl.kernel"]
+    assert finding["title"].startswith("Running under WSL2:")

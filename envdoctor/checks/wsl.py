@@ -13,13 +13,29 @@ from envdoctor.checks import check
 from envdoctor.model import Finding, Remedy, Severity
 
 WSL_GUIDE = "https://docs.nvidia.com/cuda/wsl-user-guide/index.html"
-WSL2_ONLY_MARKERS = ("WSL_INTEROP", "/dev/dxg", "/usr/lib/wsl/lib", "/run/WSL")
+# Only a WSL kernel or a WSL filesystem makes a WSL verdict: the variables travel with copied
+# environments and into containers started from a WSL shell, whatever kernel runs them.
+KERNEL_WORDS = ("microsoft", "wsl")
+FILESYSTEM_MARKERS = ("/usr/lib/wsl", "/usr/lib/wsl/lib", "/run/WSL", "/proc/sys/fs/binfmt_misc/WSLInterop", "/dev/dxg")
+VARIABLE_MARKERS = ("WSL_DISTRO_NAME", "WSL_INTEROP")
+WSL2_ONLY_MARKERS = ("WSL_INTEROP", "/dev/dxg", "/usr/lib/wsl", "/usr/lib/wsl/lib", "/run/WSL")
+
+
+def kernel_says_wsl(system: Mapping[str, Any]) -> bool:
+    texts = (system.get("kernel_release", ""), system.get("proc_version", ""))
+    return any(word in text.lower() for text in texts for word in KERNEL_WORDS)
+
+
+def filesystem_says_wsl(system: Mapping[str, Any]) -> bool:
+    markers = system.get("wsl_markers", {})
+    return any(markers.get(marker) for marker in FILESYSTEM_MARKERS)
 
 
 def wsl_kind(system: Mapping[str, Any]) -> Optional[str]:
     """"wsl1", "wsl2" or None, from the kernel release, /proc/version and the other markers."""
+    if not (kernel_says_wsl(system) or filesystem_says_wsl(system)):
+        return None
     release = system.get("kernel_release", "")
-    proc_version = system.get("proc_version", "")
     markers = system.get("wsl_markers", {})
     if "microsoft-standard" in release.lower() or "WSL2" in release:
         return "wsl2"
@@ -27,10 +43,13 @@ def wsl_kind(system: Mapping[str, Any]) -> Optional[str]:
         return "wsl1"
     if any(markers.get(m) for m in WSL2_ONLY_MARKERS):
         return "wsl2"
-    if "Microsoft" in proc_version:
-        return "wsl1"
-    # WSL1 always runs Microsoft's own kernel, so any marker beside a foreign release means WSL2.
-    return "wsl2" if any(markers.values()) else None
+    # WSL1 always runs Microsoft's own kernel, so a WSL filesystem beside a foreign release means WSL2.
+    return "wsl1" if "Microsoft" in system.get("proc_version", "") else "wsl2"
+
+
+def wsl_variables(system: Mapping[str, Any]) -> list:
+    markers = system.get("wsl_markers", {})
+    return [name for name in VARIABLE_MARKERS if markers.get(name)]
 
 
 def is_custom_wsl2_kernel(system: Mapping[str, Any]) -> bool:
@@ -95,6 +114,26 @@ def wsl_kernel(facts: Mapping[str, Any]) -> Iterable[Finding]:
         yield wsl1_finding(system)
     elif kind == "wsl2":
         yield wsl2_finding(system)
+    elif wsl_variables(system):
+        yield copied_variables_note(system)
+
+
+def copied_variables_note(system: Mapping[str, Any]) -> Finding:
+    """WSL's variables without its kernel or filesystem: they came along, WSL did not."""
+    names = wsl_variables(system)
+    return Finding(
+        id="wsl.kernel",
+        severity=Severity.INFO,
+        title="WSL variables are set but this kernel is not WSL's: copied environment?",
+        explanation=(
+            f"{' and '.join(names)} {'is' if len(names) == 1 else 'are'} set, but neither the kernel "
+            "(/proc/sys/kernel/osrelease, /proc/version) nor the filesystem (/usr/lib/wsl, /run/WSL, the WSLInterop "
+            "binfmt entry) is WSL's. They came with a copied environment or a container started from a WSL shell; "
+            "this machine is judged as native Linux."
+        ),
+        evidence={"variables": names, "kernel_release": system.get("kernel_release"), "proc_version": system.get("proc_version")},
+        remedies=(Remedy("If nothing here runs under WSL, drop them:", f"unset {' '.join(names)}"),),
+    )
 
 
 @check("wsl.linux-driver-inside", "A Linux NVIDIA driver installed inside WSL2", requires=("system",))
