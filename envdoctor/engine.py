@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import os
-import stat
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
@@ -21,6 +20,7 @@ from envdoctor.checks.runner import run_checks
 from envdoctor.collect import CollectContext, gather, timed
 from envdoctor.collect.imports import ImportOptions
 from envdoctor.collect.imports import collect as collect_imports
+from envdoctor.files import read_regular
 from envdoctor.errors import ReportReadError
 from envdoctor.model import SCHEMA_VERSION, CheckRun, Finding, Remedy, Report, Severity
 from envdoctor.probe import ProbeOptions, run_probe
@@ -182,21 +182,7 @@ def parsed_json(path: Path):
 
 
 def bounded_read(path: Path) -> bytes:
-    try:
-        descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK)  # opening a FIFO must not wait for a writer
-    except OSError as error:
-        raise ReportReadError(f"cannot read {path}: {error.strerror or error}") from None
-    if not stat.S_ISREG(os.fstat(descriptor).st_mode):
-        os.close(descriptor)
-        raise ReportReadError(f"{path} is not a regular file (a FIFO, a device or a folder is not a report)")
-    with os.fdopen(descriptor, "rb") as stream:
-        try:
-            raw = stream.read(REPORT_SIZE_LIMIT + 1)
-        except OSError as error:
-            raise ReportReadError(f"cannot read {path}: {error.strerror or error}") from None
-    if len(raw) > REPORT_SIZE_LIMIT:
-        raise ReportReadError(f"{path} is larger than {REPORT_SIZE_LIMIT // 2**20} MiB, far beyond any envdoctor report")
-    return raw
+    return read_regular(path, REPORT_SIZE_LIMIT, "an envdoctor report", ReportReadError)
 
 
 def nesting_depth(data) -> int:

@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import os
 import secrets
-import stat
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from functools import lru_cache
@@ -18,6 +17,7 @@ from pathlib import Path
 from typing import Any, Mapping, Optional, Sequence, Tuple
 
 from envdoctor.errors import UsageError
+from envdoctor.files import read_regular
 from envdoctor.fix import FixError
 from envdoctor.fix.freeze_lines import parse
 from envdoctor.fix.installer import Installer, freeze
@@ -30,7 +30,6 @@ SCHEMA_PATH = Path(__file__).resolve().parent.parent / "schema" / "fix-record.sc
 # A record of an environment with thousands of distributions is a few MB; anything far larger is not one.
 MAX_RECORD_BYTES = 64 * 2 ** 20
 # Opening a FIFO for reading waits for a writer, and a terminal could become the controlling one.
-OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0)
 JSON_TYPES = {dict: "object", list: "array", str: "string", bool: "boolean", int: "number", float: "number", type(None): "null"}
 
 
@@ -109,19 +108,7 @@ def finish(record: Record, outcome: Mapping[str, Any]) -> Record:
 
 def read_json(file: Path, shown: Path) -> Any:
     """The JSON document in the regular file `file`, read no further than MAX_RECORD_BYTES."""
-    try:
-        descriptor = os.open(file, OPEN_FLAGS)
-    except OSError as error:
-        raise UsageError(f"cannot read the record {shown}: {error.strerror or error}") from None
-    with os.fdopen(descriptor, "rb") as handle:
-        if not stat.S_ISREG(os.fstat(descriptor).st_mode):
-            raise UsageError(f"{file} is not a regular file: not an envdoctor fix record")
-        try:
-            raw = handle.read(MAX_RECORD_BYTES + 1)
-        except OSError as error:
-            raise UsageError(f"cannot read the record {shown}: {error.strerror or error}") from None
-    if len(raw) > MAX_RECORD_BYTES:
-        raise UsageError(f"{file} is larger than {MAX_RECORD_BYTES // 2 ** 20} MiB: not an envdoctor fix record")
+    raw = read_regular(file, MAX_RECORD_BYTES, "an envdoctor fix record", UsageError, shown=f"the record {shown}")
     try:
         return json.loads(raw.decode("utf-8"))
     except ValueError as error:

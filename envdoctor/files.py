@@ -1,0 +1,39 @@
+"""Reading a file someone handed us: a regular file only, never more than a bound, never a wait.
+
+A FIFO given as a report or a record would block `open` until a writer comes, a device like /dev/zero
+would never end; both are refused before a byte is read. Opening with O_NONBLOCK makes the FIFO case
+return at once, O_NOCTTY keeps a terminal device from becoming ours.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+from typing import Type
+
+from envdoctor.errors import EnvdoctorError
+
+OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0)
+
+
+def read_regular(path: Path, limit: int, what: str, error: Type[EnvdoctorError], shown: str = "") -> bytes:
+    """The bytes of the regular file `path`, at most `limit`; `error` with a one-line reason otherwise.
+
+    `what` names what the file should be ("an envdoctor report"), `shown` how to name it in "cannot read …".
+    """
+    try:
+        descriptor = os.open(path, OPEN_FLAGS)
+    except OSError as failure:
+        raise error(f"cannot read {shown or path}: {failure.strerror or failure}") from None
+    if not stat.S_ISREG(os.fstat(descriptor).st_mode):  # before fdopen, which refuses a folder itself
+        os.close(descriptor)
+        raise error(f"{path} is not a regular file (a FIFO, a device or a folder is not {what})")
+    with os.fdopen(descriptor, "rb") as stream:
+        try:
+            raw = stream.read(limit + 1)
+        except OSError as failure:
+            raise error(f"cannot read {shown or path}: {failure.strerror or failure}") from None
+    if len(raw) > limit:
+        raise error(f"{path} is larger than {limit // 2 ** 20} MiB: far beyond {what}")
+    return raw
