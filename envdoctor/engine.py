@@ -20,8 +20,8 @@ from envdoctor.checks.runner import run_checks
 from envdoctor.collect import CollectContext, gather, timed
 from envdoctor.collect.imports import ImportOptions
 from envdoctor.collect.imports import collect as collect_imports
-from envdoctor.files import read_regular
 from envdoctor.errors import ReportReadError
+from envdoctor.files import read_regular
 from envdoctor.model import SCHEMA_VERSION, CheckRun, Finding, Remedy, Report, Severity
 from envdoctor.probe import ProbeOptions, run_probe
 from envdoctor.probe.result import ProbeResult
