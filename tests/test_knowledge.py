@@ -3,6 +3,7 @@ research notes kept in tests/data/knowledge (domain-facts.md, torch-pypi-require
 
 from __future__ import annotations
 
+import ast
 import re
 from pathlib import Path
 
@@ -160,3 +161,56 @@ def test_soname_major_of_wheel_libraries():
     assert wheels.soname_major("nvidia-cusparse", "12.6.3.3") == 12
     assert wheels.soname_major("nvidia-cufile-cu12", "1.13.1.3") == 0
     assert wheels.soname_major("nvidia-ml-py", "12.0") is None
+
+
+OBSERVED_ARCH_LIST = re.compile(r"^- `(\d+\.\d+\.\d+)\+(cu\d+)` → `(\[[^`]*\])`", re.M)
+NVIDIA_GA_ROW = re.compile(r"^\| CUDA (\d+\.\d+)(?:\.\d+)? GA \| >= ?([\d.]+) \| >= ?([\d.]+) \|", re.M)
+
+
+def observed_arch_lists() -> list:
+    """(torch, variant, get_arch_list()) as torch printed them, quoted in arch-sources.md."""
+    found = [(torch, variant, ast.literal_eval(flags)) for torch, variant, flags in OBSERVED_ARCH_LIST.findall(shared_text("arch-sources.md"))]
+    assert len(found) >= 5
+    return found
+
+
+def nvidia_ga_rows() -> list:
+    found = NVIDIA_GA_ROW.findall(shared_text("driver-table-sources.md"))
+    assert len(found) >= 18
+    return found
+
+
+@pytest.mark.parametrize("torch, variant, flags", observed_arch_lists(), ids=lambda v: v if isinstance(v, str) else None)
+def test_arch_rows_match_what_torch_reported(torch, variant, flags):
+    row = arches.arch_list(variant, torch)
+    assert row is not None, f"arches.csv has no {variant} row for torch {torch}"
+    assert row.flags() == arches.from_arch_flags(flags, variant, torch, "observed").flags()
+
+
+@pytest.mark.parametrize("cuda, linux, windows", nvidia_ga_rows())
+def test_toolkit_drivers_are_nvidias_own_numbers(cuda, linux, windows):
+    row = drivers.requirement(cuda)
+    assert (row.toolkit_linux, row.toolkit_windows) == (linux, windows)
+
+
+def test_the_audited_rows():
+    assert arches.support("7.0", "cu128", "2.11.0") is None  # V100 on 2.11+cu128: "no kernel image is available"
+    assert arches.support("7.0", "cu128", "2.10.0") == arches.SASS
+    assert arches.arch_list("cu128", "2.7.1").ptx == ("12.0",) and arches.support("13.0", "cu128", "2.7.1") == arches.PTX
+    assert drivers.requirement("11.8").toolkit("windows") == "520.06"
+    assert "installer" in drivers.requirement("11.8").source and "522.06" in drivers.requirement("11.8").source
+
+
+@pytest.mark.parametrize(
+    "flags, sass, ptx",
+    [
+        (["sm_75", "sm_120", "compute_120"], ("7.5", "12.0"), ("12.0",)),
+        (["sm_90a", "sm_100f", "sm_90", "sm_121"], ("9.0", "10.0", "12.1"), ()),
+        (["gfx90a", "", "sm_", "compute_x", "sm_75; rm -rf /", 75, None], (), ()),
+        ([], (), ()),
+    ],
+)
+def test_arch_flags_as_torch_prints_them(flags, sass, ptx):
+    recorded = arches.from_arch_flags(flags, "cu128", "2.11.0+cu128", "probe")
+    assert (recorded.sass, recorded.ptx) == (sass, ptx)
+    assert recorded.covers("2.11.0") and not recorded.covers("2.10.0")

@@ -8,13 +8,15 @@ DEVICE_REQUIREMENT; NVIDIA CUDA compatibility guide). Without either the GPU fai
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
-from typing import Optional, Tuple
+from typing import Iterable, Optional, Tuple
 
 from envdoctor.knowledge import minor_of, rows, version_tuple, words
 
 SASS = "sass"
 PTX = "ptx"
+ARCH_FLAG = re.compile(r"(sm|compute)_(\d+)(\d)[a-z]?$")
 
 
 @dataclass(frozen=True)
@@ -39,6 +41,31 @@ class ArchList:
         if any(version_tuple(p) <= cc for p in self.ptx):
             return PTX
         return None
+
+    @property
+    def kernels(self) -> Tuple[Tuple[str, ...], Tuple[str, ...]]:
+        """(cubins, PTX): what two arch lists must share to say the same thing."""
+        return self.sass, self.ptx
+
+    def flags(self) -> Tuple[str, ...]:
+        """ ("sm_75", ..., "sm_120", "compute_120"): the form torch.cuda.get_arch_list() returns."""
+        return tuple(f"sm_{c.replace('.', '')}" for c in self.sass) + tuple(f"compute_{c.replace('.', '')}" for c in self.ptx)
+
+    def describe(self) -> str:
+        return ", ".join(self.flags()) or "none"
+
+
+def capabilities(flags: Iterable[str], kind: str) -> Tuple[str, ...]:
+    """ "sm_120", "sm_90a" -> "12.0", "9.0" for the flags of `kind` ("sm" or "compute"), lowest first, each once."""
+    found = {f"{m.group(2)}.{m.group(3)}" for m in (ARCH_FLAG.match(str(f)) for f in flags) if m and m.group(1) == kind}
+    return tuple(sorted(found, key=version_tuple))
+
+
+def from_arch_flags(flags: Iterable[str], variant: str, torch_version: str, source: str) -> ArchList:
+    """The arch list torch itself reported (torch.cuda.get_arch_list(): "sm_75", ..., "compute_120")."""
+    flags = tuple(flags)
+    minor = minor_of(torch_version)
+    return ArchList(variant, minor, minor, capabilities(flags, "sm"), capabilities(flags, "compute"), source)
 
 
 def arch_lists() -> Tuple[ArchList, ...]:
