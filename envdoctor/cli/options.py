@@ -10,30 +10,33 @@ from typing import Optional
 
 import click
 
+from envdoctor import interpreter
 from envdoctor.errors import UsageError
 
 STDOUT = "-"
 
 
 def resolve_python(value: Optional[str]) -> str:
-    """The interpreter to diagnose: a path, a name on PATH, or a virtual environment's folder."""
+    """The interpreter to diagnose: a path, a name on PATH, or a virtual environment's folder; refused
+    in one line unless it starts as a CPython envdoctor diagnoses."""
     if not value:
         return sys.executable
+    return interpreter.checked(value, located(value))
+
+
+def located(value: str) -> Path:
+    """The file `--python value` names; a venv's link to a removed interpreter counts, so it can be named."""
     path = Path(value).expanduser()
     if path.is_dir():
         for candidate in (path / "bin" / "python", path / "Scripts" / "python.exe"):
-            if candidate.is_file():
-                return str(candidate.absolute())
+            if candidate.is_file() or candidate.is_symlink():
+                return candidate
         raise UsageError(f"--python {value}: a folder without bin/python; give the interpreter's path")
     if os.sep not in value and not path.exists():
         found = shutil.which(value)
         if found:
-            return found
-    if not path.is_file():
-        raise UsageError(f"--python {value}: no such interpreter")
-    if not os.access(path, os.X_OK):
-        raise UsageError(f"--python {value}: not executable")
-    return str(path.absolute())
+            return Path(found)
+    return path
 
 
 def write_output(text: str, target: str) -> None:
