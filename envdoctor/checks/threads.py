@@ -1,16 +1,20 @@
 """Thread checks: pools larger than the CPUs, a masked duplicate OpenMP runtime, OpenBLAS's thread cap.
 
+When the probe reached its thread-pool stage, what it measured in the running process decides how bad
+an oversubscribing variable is (torch, OpenMP and MKL clamp to the usable CPUs; other libraries may not).
 Facts: knowledge notes §7 (SB3 docs on OMP_NUM_THREADS; Intel OpenMP "Error #15" text;
 OpenMathLib/OpenBLAS#539, #889 on the NUM_THREADS cap).
 """
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Mapping, Optional
+import re
+from typing import Any, Dict, Iterable, Mapping, Optional, Tuple
 
 from envdoctor.checks import check
 from envdoctor.checks.facts import distributions, usable_cpus, variables
 from envdoctor.model import Finding, Remedy, Severity
+from envdoctor.probe.result import ProbeResult, StageStatus
 
 THREAD_VARIABLES = (
     "OMP_NUM_THREADS",
@@ -27,6 +31,8 @@ TRUTHY = ("1", "true", "yes", "on")
 OPENBLAS_COMMON_CAP = 64
 MANY_CORES = 16
 OPENBLAS_DISTRIBUTIONS = ("scipy-openblas64", "scipy-openblas32", "numpy", "scipy")
+# The lines of torch.__config__.parallel_info() that give the OpenMP and MKL pools' sizes.
+PARALLEL_INFO_COUNTS = {"openmp": re.compile(r"omp_get_max_threads\(\) : (\d+)"), "mkl": re.compile(r"mkl_get_max_threads\(\) : (\d+)")}
 
 
 def thread_count(value: str) -> Optional[int]:
@@ -39,6 +45,50 @@ def export_lines(cpus: int) -> str:
     return " ".join(f"{name}={cpus}" for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"))
 
 
+def measured_threads(facts: Mapping[str, Any]) -> Dict[str, int]:
+    """The thread counts the probe's thread-pool stage saw in the running process: torch's own, OpenMP's
+    and MKL's (from torch's parallel_info) and each library threadpoolctl found; {} without that stage."""
+    probe = facts.get("probe")
+    stage = ProbeResult.from_json(probe).stage("thread_pools") if probe else None
+    if stage is None or stage.status is not StageStatus.PASSED:
+        return {}
+    details = stage.details
+    measured = {"torch": details.get("torch_num_threads")}
+    info = str(details.get("parallel_info") or "")
+    for name, pattern in PARALLEL_INFO_COUNTS.items():
+        match = pattern.search(info)
+        measured[name] = int(match.group(1)) if match else None
+    for library in details.get("libraries") or ():
+        measured.setdefault(str(library.get("prefix") or library.get("internal_api")), library.get("num_threads"))
+    return {name: count for name, count in measured.items() if isinstance(count, int)}
+
+
+def measured_text(measured: Mapping[str, int]) -> str:
+    return ", ".join(f"{name} {count}" for name, count in measured.items())
+
+
+def oversubscription_verdict(measured: Mapping[str, int], cpus: int) -> Tuple[Severity, str]:
+    """What the probe saw decides: pools it measured within the CPUs are clamped, not oversubscribed."""
+    if not measured:
+        return Severity.WARNING, (
+            "Whether the libraries clamp it to the usable CPUs was not measured (the probe did not reach its thread-pool "
+            "stage). A library that takes the value as given starts that many threads; more threads than CPUs spin "
+            "against each other, every SubprocVecEnv worker multiplies it, and OpenBLAS can exhaust its memory regions and crash."
+        )
+    largest = max(measured.values())
+    if largest <= cpus:
+        return Severity.INFO, (
+            f"The probe measured the pools in the running process at {measured_text(measured)} threads: these libraries "
+            f"clamp it to the {cpus} usable CPUs, so the probed stack is not oversubscribed. A program that takes the "
+            "value as given (numexpr, another OpenBLAS build, a job launcher) would start that many threads; setting the "
+            "usable CPUs says what is meant."
+        )
+    return Severity.WARNING, (
+        f"The probe measured {measured_text(measured)} threads in the running process, on {cpus} usable CPUs: the threads "
+        "spin against each other and every SubprocVecEnv worker multiplies it."
+    )
+
+
 @check("threads.oversubscribed", "Thread-pool variables above the CPUs this process may use", requires=("environ", "cpu"))
 def oversubscribed(facts: Mapping[str, Any]) -> Iterable[Finding]:
     cpus = usable_cpus(facts)
@@ -46,16 +96,15 @@ def oversubscribed(facts: Mapping[str, Any]) -> Iterable[Finding]:
     too_many = {n: env[n] for n in THREAD_VARIABLES if n in env and cpus and (thread_count(env[n]) or 0) > cpus}
     unreadable = {n: env[n] for n in THREAD_VARIABLES if n in env and thread_count(env[n]) is None}
     if too_many:
+        measured = measured_threads(facts)
+        severity, explanation = oversubscription_verdict(measured, cpus)
+        settings = " ".join(f"{name}={value}" for name, value in too_many.items())
         yield Finding(
             id="threads.oversubscribed",
-            severity=Severity.WARNING,
-            title=f"Thread pools are set larger than the {cpus} CPUs this process may use",
-            explanation=(
-                "More threads than usable CPUs make OpenMP/BLAS threads spin against each other; with "
-                "SubprocVecEnv every worker multiplies it. Runs slow down by orders of magnitude and "
-                "OpenBLAS can exhaust its memory regions and crash."
-            ),
-            evidence={"variables": too_many, "usable_cpus": cpus},
+            severity=severity,
+            title=f"{settings} {'is' if len(too_many) == 1 else 'are'} set above the {cpus} CPUs this process may use",
+            explanation=explanation,
+            evidence={"variables": too_many, "usable_cpus": cpus, "measured_threads": measured or None},
             remedies=(Remedy("Limit the pools to the usable CPUs:", f"export {export_lines(cpus)}"),),
         )
     if unreadable:

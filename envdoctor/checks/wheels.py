@@ -21,6 +21,7 @@ from envdoctor.checks import check
 from envdoctor.checks.facts import distributions, normalize, parse_version
 from envdoctor.knowledge import wheels
 from envdoctor.model import Finding, Remedy, Severity
+from envdoctor.probe.result import ProbeResult, StageStatus
 
 CUDA_REQUIREMENT = re.compile(r"^\s*(nvidia[-_.]|cuda[-_.]toolkit|cuda[-_.]bindings)", re.I)
 LOWER_BOUND_OPERATORS = ("==", "===", ">=", ">", "~=")
@@ -56,6 +57,19 @@ def families(facts: Mapping[str, Any]) -> Dict[str, List[dict]]:
         if family:
             grouped.setdefault(family, []).append(dist)
     return grouped
+
+
+def cpu_torch_probed_fine(facts: Mapping[str, Any]) -> Optional[str]:
+    """Why CUDA wheels are inert here, or None: torch is a CPU-only build and the probe passed with them installed."""
+    build = torch_build(facts)
+    if build is None or build.cuda or build.hip or not facts.get("probe"):
+        return None
+    probe = ProbeResult.from_json(facts["probe"])
+    torch = probe.stage("import_torch")
+    if probe.failures or torch is None or torch.status is not StageStatus.PASSED:
+        return None
+    passed = sum(stage.status is StageStatus.PASSED for stage in probe.stages)
+    return f"torch {build.build_version} is a CPU-only build and the probe passed ({passed} stages) with these wheels installed"
 
 
 def pinned(dist: Mapping[str, Any]) -> str:
@@ -216,14 +230,16 @@ def mixed_cuda_families(facts: Mapping[str, Any]) -> Iterable[Finding]:
     build = torch_build(facts)
     needed = wheels.torch_family(build.cuda) if build else None
     reason = f"torch {build.build_version} needs {needed}" if needed else "No CUDA build of torch is installed to say which one is needed"
+    unused = cpu_torch_probed_fine(facts)
     yield Finding(
         id="wheels.mixed-cuda-families",
-        severity=Severity.ERROR,
+        severity=Severity.WARNING if unused else Severity.ERROR,
         title=f"NVIDIA wheels of {len(grouped)} CUDA families are installed together ({', '.join(grouped)})",
         explanation=(
             f"{family_summary(grouped)}. {reason}. The cu11 and cu12 wheels unpack into the same "
             "nvidia/<library>/lib folders, and an extension built for the other family loads its CUDA libraries "
             "into the same process: mismatched cuBLAS/cuDNN sub-libraries end in undefined symbols or segfaults."
+            + (f" Here {unused}, so nothing probed loads them: a risk only for another package that loads CUDA." if unused else "")
         ),
         evidence={"families": {f: [pinned(d) for d in ds] for f, ds in grouped.items()}, "torch_needs": needed},
         remedies=mixed_family_remedies(facts, grouped, needed),
