@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import stat
 from pathlib import Path
@@ -191,3 +192,139 @@ def test_nvcc_of_another_cuda_than_torch_is_info(envdoctor, tmp_path):
     assert "another major version" in finding["explanation"]
     assert commands(finding) == ["export CUDA_HOME=/usr/local/cuda-13.0"]
     assert "cuda.nvcc-mismatch" not in judged(envdoctor, H100)
+
+
+SAMPLE = Path(__file__).parent.parent / "reports" / "samples" / "h100-cu130.json"  # measured, with its probe
+H100_ARCHES = ["sm_75", "sm_80", "sm_86", "sm_90", "sm_100", "sm_120"]  # what 2.11.0+cu130 from PyPI reported there
+CU128_210 = ["sm_70", "sm_75", "sm_80", "sm_86", "sm_90", "sm_100", "sm_120"]
+SAMPLE_PYTHON = "/opt/torch/.venv/bin/python3"
+
+
+def volta(facts):
+    facts["gpu"]["gpus"][0].update(name="Tesla V100-SXM2-16GB", compute_capability="7.0")
+
+
+def pascal(facts):
+    facts["gpu"]["gpus"][0].update(name="NVIDIA GeForce GTX 1080", compute_capability="6.1")
+
+
+def torch_as(version: str, cuda: str, requires=None):
+    """A change of the recorded facts to another torch build: version.py and the distribution's metadata."""
+
+    def change(facts):
+        facts["target"]["torch_build"].update(version=version, cuda=cuda)
+        dist = next(d for d in facts["target"]["distributions"] if d["name"] == "torch")
+        dist["version"] = version.split("+")[0]
+        if requires is not None:
+            dist["requires"] = requires
+
+    return change
+
+
+def probed_report(tmp_path: Path, changes, arch_list=None, probe_torch=None) -> Path:
+    """The measured H100 report (facts and probe) with `changes` applied to its facts and, when given,
+    the probe's recorded torch version and torch.cuda.get_arch_list() replaced; no probe when arch_list is None."""
+    report = json.loads(SAMPLE.read_text(encoding="utf-8"))
+    for change in changes:
+        change(report["facts"])
+    if arch_list is None:
+        report["probe"] = None
+    else:
+        stages = {s["id"]: s for s in report["probe"]["stages"]}
+        stages["import_torch"]["details"]["version"] = probe_torch or report["facts"]["target"]["torch_build"]["version"]
+        stages["cuda_init"]["details"]["arch_list"] = arch_list
+    path = tmp_path / "report.json"
+    path.write_text(json.dumps(report), encoding="utf-8")
+    return path
+
+
+def with_doctor(envdoctor, report: Path) -> dict:
+    return judged(envdoctor, report, only="cuda,doctor")
+
+
+def test_v100_on_torch_2_11_cu128_has_no_kernels(envdoctor, tmp_path):
+    found = with_doctor(envdoctor, changed_report(H100, tmp_path / "r.json", lambda f: (volta(f), torch_as("2.11.0+cu128", "12.8")(f))))
+    [finding] = found["cuda.gpu-arch-unsupported"]
+    assert "sm_70" in finding["title"] and "2.11.0+cu128" in finding["title"]
+    assert finding["evidence"]["arch_list_source"].startswith("Volta dropped") and "7.0" not in finding["evidence"]["shipped"]
+    assert commands(finding)[-2].startswith(f"{PYTHON} -m pip install torch==2.11.0+cu126 ")
+    assert "doctor.knowledge-stale" not in found
+
+
+def test_v100_on_torch_2_10_cu128_is_fine(envdoctor, tmp_path):
+    found = with_doctor(envdoctor, changed_report(H100, tmp_path / "r.json", lambda f: (volta(f), torch_as("2.10.0+cu128", "12.8")(f))))
+    assert "cuda.gpu-arch-unsupported" not in found
+
+
+def test_the_measured_probe_disagrees_with_the_cu130_row(envdoctor):
+    [stale] = with_doctor(envdoctor, SAMPLE)["doctor.knowledge-stale"]
+    assert stale["severity"] == "info"
+    assert "cu130" in stale["title"] and "2.11.0+cu130" in stale["title"]
+    assert stale["evidence"]["table"] == H100_ARCHES + ["compute_120"] and stale["evidence"]["recorded"] == H100_ARCHES
+
+
+def test_a_recorded_arch_list_judges_the_gpu_and_names_the_stale_row(envdoctor, tmp_path):
+    without_volta = [a for a in CU128_210 if a != "sm_70"]
+    found = with_doctor(envdoctor, probed_report(tmp_path, [volta, torch_as("2.10.0+cu128", "12.8")], arch_list=without_volta))
+    [finding] = found["cuda.gpu-arch-unsupported"]
+    assert finding["evidence"]["arch_list_source"] == "torch.cuda.get_arch_list() recorded by the probe"
+    assert "as torch itself reported" in finding["explanation"]
+    [stale] = found["doctor.knowledge-stale"]
+    assert "cu128 for torch 2.8–2.10" in stale["title"] and "2.10.0+cu128" in stale["title"]
+    assert stale["evidence"]["table"] == CU128_210 and stale["evidence"]["recorded"] == without_volta
+
+
+def test_a_recorded_arch_list_overrules_a_table_that_says_no(envdoctor, tmp_path):
+    found = with_doctor(envdoctor, probed_report(tmp_path, [volta, torch_as("2.11.0+cu128", "12.8")], arch_list=CU128_210))
+    assert "cuda.gpu-arch-unsupported" not in found
+    [stale] = found["doctor.knowledge-stale"]
+    assert stale["evidence"]["recorded"] == CU128_210 and "sm_70" not in stale["evidence"]["table"]
+
+
+def test_an_arch_list_recorded_for_another_torch_is_not_used(envdoctor, tmp_path):
+    report = probed_report(tmp_path, [volta, torch_as("2.11.0+cu128", "12.8")], arch_list=CU128_210, probe_torch="2.10.0+cu128")
+    found = with_doctor(envdoctor, report)
+    assert found["cuda.gpu-arch-unsupported"][0]["evidence"]["arch_list_source"].startswith("Volta dropped")
+    assert "doctor.knowledge-stale" not in found
+
+
+@pytest.mark.parametrize("arch_list", [["sm_75", 7, None, {"a": 1}, "sm_120; reboot"], "sm_70", {"sm_70": 1}, [None]])
+def test_a_malformed_recorded_arch_list_is_not_read_as_kernels(envdoctor, tmp_path, arch_list):
+    found = with_doctor(envdoctor, probed_report(tmp_path, [volta, torch_as("2.10.0+cu128", "12.8")], arch_list=arch_list))
+    assert "doctor.check-crashed" not in found
+    recorded = isinstance(arch_list, list)
+    assert ("cuda.gpu-arch-unsupported" in found) is recorded  # a list without sm_70 is believed; anything else is not a list
+    assert ("doctor.knowledge-stale" in found) is recorded
+
+
+CU13_REQUIRES = ['cuda-toolkit[cublas,cudart]==13.0.2; platform_system == "Linux"', "nvidia-cudnn-cu13==9.19.0.56", "not a requirement ==="]
+
+
+def test_a_torch_newer_than_the_tables_without_a_probe_is_unknown_not_fine(envdoctor, tmp_path):
+    found = with_doctor(envdoctor, changed_report(H100, tmp_path / "r.json", lambda f: (pascal(f), torch_as("2.99.0+cu130", "13.0", CU13_REQUIRES)(f))))
+    assert "cuda.gpu-arch-unsupported" not in found  # no arch list is guessed for it
+    [stale] = found["doctor.knowledge-stale"]
+    assert stale["severity"] == "info" and "do not know torch 2.99.0+cu130" in stale["title"]
+    assert stale["evidence"] == {
+        "torch": "2.99.0+cu130", "variant": "cu130", "version_py_cuda": "13.0", "pinned_cuda_runtime": "13.0", "arch_support": "unknown",
+    }
+    assert "sm_61" in stale["explanation"] and "is unknown" in stale["explanation"]
+    assert commands(stale) == [f"envdoctor check --python {PYTHON}"]
+
+
+def test_a_torch_newer_than_the_tables_is_judged_by_its_recorded_arch_list(envdoctor, tmp_path):
+    changes = [pascal, torch_as("2.99.0+cu128", "12.8", ["nvidia-cuda-runtime-cu12==12.8.90"])]
+    found = with_doctor(envdoctor, probed_report(tmp_path, changes, arch_list=H100_ARCHES))
+    [finding] = found["cuda.gpu-arch-unsupported"]
+    assert finding["evidence"]["arch_list_source"] == "torch.cuda.get_arch_list() recorded by the probe"
+    assert commands(finding)[-2].startswith(f"{SAMPLE_PYTHON} -m pip install torch==2.14.1+cu126 ")  # the newest known release with sm_61 kernels
+    [stale] = found["doctor.knowledge-stale"]
+    assert stale["evidence"]["arch_support"] == "recorded by the probe" and stale["evidence"]["pinned_cuda_runtime"] == "12.8"
+    assert not stale["remedies"]
+
+
+def test_a_variant_the_tables_do_not_list_is_unknown(envdoctor, tmp_path):
+    found = with_doctor(envdoctor, changed_report(H100, tmp_path / "r.json", lambda f: (volta(f), torch_as("2.11.0+cu129", "12.9")(f))))
+    assert "cuda.gpu-arch-unsupported" not in found
+    [stale] = found["doctor.knowledge-stale"]
+    assert "cu129" in stale["title"] and stale["evidence"]["arch_support"] == "unknown"

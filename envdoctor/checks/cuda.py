@@ -4,6 +4,8 @@ libraries or toolkits get in its way.
 Tables: knowledge/drivers.py (minimum drivers, NVIDIA minor-version compatibility), arches.py
 (kernels per variant) and torch_matrix.py (which release has which variant, and its install form).
 Sources per row in the data files; background in the shared knowledge notes §1-§4.
+The installed torch speaks first: the arch list its probe recorded (torch.cuda.get_arch_list())
+judges the GPUs, and the tables are only the fallback; the CUDA runtime comes from torch/version.py.
 """
 
 from __future__ import annotations
@@ -11,18 +13,25 @@ from __future__ import annotations
 import shlex
 from typing import Any, Callable, Iterable, List, Mapping, Optional, Tuple
 
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.utils import canonicalize_name
+
 from envdoctor.checks import check
-from envdoctor.checks.facts import variables
+from envdoctor.checks.facts import distributions, variables
+from envdoctor.checks.probe import probe_result
 from envdoctor.checks.wheels import TorchBuild, families, installer_command, target_python, torch_build
 from envdoctor.knowledge import arches, drivers, minor_of, torch_matrix, version_tuple, wheels
 from envdoctor.knowledge.torch_matrix import TorchRelease
 from envdoctor.model import Finding, Remedy, Severity
+from envdoctor.probe.result import StageStatus
 
 COMPANIONS = ("torch", "torchvision", "torchaudio")
 DRIVER_DOWNLOAD = "https://www.nvidia.com/Download/index.aspx"
 COMPATIBILITY_DOC = "https://docs.nvidia.com/deploy/cuda-compatibility/minor-version-compatibility.html"
 
 VariantFilter = Callable[[TorchRelease, str], bool]
+RECORDED_SOURCE = "torch.cuda.get_arch_list() recorded by the probe"
+RUNTIME_WHEELS = ("nvidia-cuda-runtime", "cuda-toolkit")
 
 
 def gpus(facts: Mapping[str, Any]) -> List[dict]:
@@ -72,10 +81,14 @@ def runs_here(facts: Mapping[str, Any], release: TorchRelease, cuda: str) -> boo
 
 def choose_variant(facts: Mapping[str, Any], current: Optional[TorchRelease], accept: VariantFilter) -> Optional[Tuple[TorchRelease, str]]:
     """The newest acceptable CUDA variant of the installed release, else of the nearest newer release
-    that has wheels for the target's Python."""
+    that has wheels for the target's Python; for a torch the tables do not know (most likely newer
+    than them) the nearest is the newest known release."""
     python = python_minor(facts)
-    newer = [r for r in torch_matrix.releases() if current is None or version_tuple(r.torch) > version_tuple(current.torch)]
-    for release in ([current] if current else []) + newer:
+    if current is None:
+        candidates = list(reversed(torch_matrix.releases()))
+    else:
+        candidates = [current] + [r for r in torch_matrix.releases() if version_tuple(r.torch) > version_tuple(current.torch)]
+    for release in candidates:
         if python and python not in release.python:
             continue
         for cuda in sorted(release.cuda, key=version_tuple, reverse=True):
@@ -110,13 +123,59 @@ def cuda_build(facts: Mapping[str, Any]) -> Optional[TorchBuild]:
     return build if build is not None and build.cuda else None
 
 
+def recorded_cuda(facts: Mapping[str, Any], build: TorchBuild) -> Mapping[str, Any]:
+    """What the probe's CUDA stage recorded about this torch (arch_list, runtime, capability); empty
+    when no probe ran, the stage did not pass, or the probe imported another torch than the one installed."""
+    probe = probe_result(facts)
+    if probe is None:
+        return {}
+    imported, stage = probe.stage("import_torch"), probe.stage("cuda_init")
+    if stage is None or stage.status is not StageStatus.PASSED or not isinstance(stage.details.get("arch_list"), list):
+        return {}
+    version = imported.details.get("version") if imported else None
+    return stage.details if version in (None, build.build_version) else {}
+
+
+def recorded_kernels(facts: Mapping[str, Any], build: TorchBuild) -> Optional[arches.ArchList]:
+    flags = recorded_cuda(facts, build).get("arch_list")
+    if flags is None:
+        return None
+    return arches.from_arch_flags(flags, torch_matrix.variant_tag(build.cuda), build.version, RECORDED_SOURCE)
+
+
+def table_kernels(build: TorchBuild) -> Optional[arches.ArchList]:
+    return arches.arch_list(torch_matrix.variant_tag(build.cuda), build.version)
+
+
+def shipped_kernels(facts: Mapping[str, Any], build: TorchBuild) -> Optional[arches.ArchList]:
+    """The kernels of the installed build: as torch reported them when the probe ran, else the table's row;
+    None when neither knows (a torch or variant newer than the tables), which is never read as "fine"."""
+    return recorded_kernels(facts, build) or table_kernels(build)
+
+
+def pinned_cuda_runtime(facts: Mapping[str, Any]) -> Optional[str]:
+    """The CUDA x.y that torch's metadata pins its runtime wheel to (nvidia-cuda-runtime-cu12==12.8.90,
+    cuda-toolkit[cudart]==13.0.2); None for a torch that brings its own libraries or pins none."""
+    for text in (distributions(facts).get("torch") or {}).get("requires") or ():
+        try:
+            requirement = Requirement(str(text))
+        except InvalidRequirement:
+            continue
+        name = wheels.project_of(canonicalize_name(requirement.name))
+        pins = [s.version for s in requirement.specifier if s.operator == "=="]
+        if name in RUNTIME_WHEELS and pins and version_tuple(pins[0]):
+            return minor_of(pins[0])
+    return None
+
+
 @check("cuda.driver-too-old", "The NVIDIA driver is too old for the CUDA runtime torch was built with", requires=("target", "gpu"))
 def driver_too_old(facts: Mapping[str, Any]) -> Iterable[Finding]:
     build = cuda_build(facts)
     if build is None or not driver(facts):
         return
     release = torch_matrix.find(build.version)
-    via_ptx = release is not None and arches.PTX in arch_support(facts, release, build.cuda)
+    shipped = shipped_kernels(facts, build)
+    via_ptx = shipped is not None and any(shipped.support(g["compute_capability"]) == arches.PTX for g in gpus(facts) if g.get("compute_capability"))
     if driver_runs(facts, build.cuda, via_ptx):
         return
     system = host_os(facts)
@@ -150,7 +209,7 @@ def driver_too_old(facts: Mapping[str, Any]) -> Iterable[Finding]:
     )
 
 
-def arch_finding(facts, build: TorchBuild, gpu: Mapping[str, Any], tag: str, shipped: Tuple[str, ...]) -> Finding:
+def arch_finding(facts, build: TorchBuild, gpu: Mapping[str, Any], tag: str, shipped: arches.ArchList) -> Finding:
     capability = gpu["compute_capability"]
     release = torch_matrix.find(build.version)
 
@@ -166,11 +225,11 @@ def arch_finding(facts, build: TorchBuild, gpu: Mapping[str, Any], tag: str, shi
         severity=Severity.ERROR,
         title=f"GPU {gpu.get('index')} ({gpu.get('name')}, sm_{capability.replace('.', '')}) has no kernels in torch {build.build_version} ({tag})",
         explanation=(
-            f"The {tag} build of torch ships kernels for compute capabilities {', '.join(shipped)}. A cubin runs only on GPUs "
+            f"The {tag} build of torch ships kernels for {shipped.describe()} ({'as torch itself reported to the probe' if shipped.source == RECORDED_SOURCE else 'knowledge table arches.csv'}). A cubin runs only on GPUs "
             "of the same major capability, so CUDA calls on this GPU fail with \"no kernel image is available for execution "
             "on the device\". Variants with kernels for it: " + (", ".join(arches.variants_supporting(capability)) or "none") + "."
         ),
-        evidence={"gpu": gpu.get("name"), "compute_capability": capability, "variant": tag, "shipped": list(shipped)},
+        evidence={"gpu": gpu.get("name"), "compute_capability": capability, "variant": tag, "shipped": list(shipped.sass), "ptx": list(shipped.ptx), "arch_list_source": shipped.source},
         remedies=tuple(remedies),
         references=("https://pytorch.org/get-started/locally/",),
     )
@@ -181,13 +240,12 @@ def gpu_arch_unsupported(facts: Mapping[str, Any]) -> Iterable[Finding]:
     build = cuda_build(facts)
     if build is None:
         return
-    tag = torch_matrix.variant_tag(build.cuda)
-    shipped = arches.arch_list(tag, build.version)
+    shipped = shipped_kernels(facts, build)
     if shipped is None:
-        return
+        return  # doctor.knowledge-stale says that the arch support is unknown
     for gpu in gpus(facts):
         if gpu.get("compute_capability") and shipped.support(gpu["compute_capability"]) is None:
-            yield arch_finding(facts, build, gpu, tag, shipped.sass)
+            yield arch_finding(facts, build, gpu, shipped.variant, shipped)
 
 
 @check("cuda.cpu-build-on-gpu-host", "A CPU-only torch on a machine with a working NVIDIA GPU", requires=("target", "gpu"))

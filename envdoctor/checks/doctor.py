@@ -1,10 +1,15 @@
-"""Checks about the diagnosis itself: a collector that failed must be visible, not a silent gap."""
+"""Checks about the diagnosis itself: a collector that failed must be visible, not a silent gap, and a
+knowledge table that disagrees with the installed torch, or does not know it, is said so."""
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Mapping
+import shlex
+from typing import Any, Iterable, Mapping, Optional
 
 from envdoctor.checks import check
+from envdoctor.checks.cuda import cuda_build, gpus, pinned_cuda_runtime, recorded_kernels, table_kernels
+from envdoctor.checks.wheels import TorchBuild, target_python
+from envdoctor.knowledge import arches, minor_of, torch_matrix
 from envdoctor.model import Finding, Remedy, Severity
 
 
@@ -23,3 +28,70 @@ def collector_failed(facts: Mapping[str, Any]) -> Iterable[Finding]:
                     Remedy("If the cause is not on this machine's side, please report it to envdoctor's issue tracker with the JSON report attached."),
                 ),
             )
+
+
+def arch_row_name(row: arches.ArchList) -> str:
+    return f"arches.csv {row.variant} for torch {row.torch_from}–{row.torch_to}"
+
+
+def stale_arch_row(build: TorchBuild, row: arches.ArchList, recorded: arches.ArchList) -> Finding:
+    return Finding(
+        id="doctor.knowledge-stale",
+        severity=Severity.INFO,
+        title=f"The knowledge table row {arch_row_name(row)} says {row.describe()}; torch {build.build_version} itself reported {recorded.describe()}",
+        explanation=(
+            f"The probe recorded torch.cuda.get_arch_list() = {recorded.describe()}; the table says {row.describe()} ({row.source}). "
+            "The GPU verdicts of this report use what torch reported; the table row is out of date or describes another build of the same version."
+        ),
+        evidence={"torch": build.build_version, "variant": row.variant, "row": arch_row_name(row), "table": list(row.flags()), "recorded": list(recorded.flags())},
+        remedies=(Remedy("Please report it to envdoctor's issue tracker with the JSON report attached, so the table can be corrected."),),
+    )
+
+
+def unknown_to_tables(facts: Mapping[str, Any], build: TorchBuild, recorded: Optional[arches.ArchList]) -> Finding:
+    """A torch (or CUDA variant of it) the tables have no row for: say what its own files tell, and that
+    without the probe its GPU support is unknown rather than fine."""
+    tag = torch_matrix.variant_tag(build.cuda)
+    pinned = pinned_cuda_runtime(facts)
+    runtime = f"CUDA {build.cuda} from torch/version.py" + (f", the NVIDIA runtime wheel its metadata pins is CUDA {pinned}" if pinned else "")
+    present = [g for g in gpus(facts) if g.get("compute_capability")]
+    if recorded is not None:
+        kernels = f"Its GPU kernels are those it reported to the probe: {recorded.describe()}."
+    elif present:
+        kernels = (
+            "Whether " + ", ".join(f"GPU {g.get('index')} ({g.get('name')}, sm_{g['compute_capability'].replace('.', '')})" for g in present)
+            + " has kernels in it is unknown: no probe recorded torch.cuda.get_arch_list(), and no arch list is guessed."
+        )
+    else:
+        kernels = ""
+    return Finding(
+        id="doctor.knowledge-stale",
+        severity=Severity.INFO,
+        title=f"envdoctor's tables do not know torch {build.build_version} ({tag}); it is judged from its own files",
+        explanation=f"torch_matrix.csv and arches.csv have no row for torch {minor_of(build.version)} with {tag}. The driver verdict uses {runtime}. {kernels}".strip(),
+        evidence={
+            "torch": build.build_version, "variant": tag, "version_py_cuda": build.cuda, "pinned_cuda_runtime": pinned,
+            "arch_support": "recorded by the probe" if recorded is not None else "unknown",
+        },
+        remedies=(() if recorded is not None or not present else (
+            Remedy("Let torch report its own kernels: run the check with the probe (it is on unless --no-probe):",
+                   f"envdoctor check --python {shlex.quote(target_python(facts))}"),
+        )),
+    )
+
+
+def tables_know(build: TorchBuild) -> bool:
+    release = torch_matrix.find(build.version)
+    return release is not None and minor_of(build.cuda) in release.cuda and table_kernels(build) is not None
+
+
+@check("doctor.knowledge-stale", "The knowledge tables disagree with what the installed torch says, or do not know it", requires=("target",))
+def knowledge_stale(facts: Mapping[str, Any]) -> Iterable[Finding]:
+    build = cuda_build(facts)
+    if build is None:
+        return
+    recorded, row = recorded_kernels(facts, build), table_kernels(build)
+    if recorded is not None and row is not None and recorded.kernels != row.kernels:
+        yield stale_arch_row(build, row, recorded)
+    if not tables_know(build):
+        yield unknown_to_tables(facts, build, recorded)
