@@ -8,6 +8,7 @@ ships in `envdoctor/schema/`.
 from __future__ import annotations
 
 import enum
+import re
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Optional, Tuple
 
@@ -103,6 +104,10 @@ class Finding:
         )
 
 
+NOT_RECORDED = "no {} facts were recorded"
+NOT_RECORDED_PATTERN = re.compile(NOT_RECORDED.format(r"\S+"))
+
+
 @dataclass(frozen=True)
 class CheckRun:
     """The record of one check's run, so a report shows what was judged and what could not be."""
@@ -111,6 +116,12 @@ class CheckRun:
     status: CheckStatus
     duration_ms: float
     reason: str = ""
+
+    @property
+    def unasked(self) -> bool:
+        """Skipped because its facts were never gathered (no --model, no --imports, --no-probe): a
+        part the user did not ask for, not a gap in what was asked."""
+        return self.status is CheckStatus.SKIPPED and NOT_RECORDED_PATTERN.fullmatch(self.reason) is not None
 
     def to_json(self) -> dict:
         return {

@@ -55,11 +55,12 @@ def test_no_driver_is_a_clean_fact_without_any_child_process(tmp_path, monkeypat
     assert "no NVIDIA driver" in facts["reason"]
 
 
-def test_no_driver_through_the_cli_passes_the_gpu_checks(tmp_path):
+def test_no_driver_through_the_cli_leaves_the_gpu_checks_not_checked(tmp_path):
     report = run_check(tmp_path, {"ENVDOCTOR_ROOT": str(write_host_root(tmp_path / "root", {"/proc/": ""}))})
     assert report["facts"]["gpu"]["source"] == "none"
-    statuses = {c["id"]: c["status"] for c in report["checks"]}
-    assert statuses["gpu.memory-low"] == "passed" and statuses["cuda.driver-too-old"] == "passed"
+    runs = {c["id"]: c for c in report["checks"]}
+    assert (runs["gpu.memory-low"]["status"], runs["gpu.memory-low"]["reason"]) == ("skipped", "no NVIDIA GPU was found")
+    assert runs["cuda.driver-too-old"]["status"] == "passed"
 
 
 def test_driver_files_without_nvml_or_nvidia_smi_say_why(tmp_path):

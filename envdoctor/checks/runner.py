@@ -7,7 +7,8 @@ import traceback
 from typing import Any, Iterable, List, Mapping, Tuple
 
 from envdoctor.checks import Check
-from envdoctor.model import CheckRun, CheckStatus, Finding, Remedy, Severity
+from envdoctor.checks.subjects import absence
+from envdoctor.model import NOT_RECORDED, CheckRun, CheckStatus, Finding, Remedy, Severity
 
 
 def missing_facts(check: Check, facts: Mapping[str, Any]) -> str:
@@ -15,7 +16,7 @@ def missing_facts(check: Check, facts: Mapping[str, Any]) -> str:
     for section in check.requires:
         value = facts.get(section)
         if value is None:
-            return f"no {section} facts were recorded"
+            return NOT_RECORDED.format(section)
         if isinstance(value, Mapping) and "error" in value:
             return f"{section} facts could not be gathered: {value['error']}"
     return ""
@@ -39,8 +40,8 @@ def run_one(check: Check, facts: Mapping[str, Any]) -> Tuple[List[Finding], Chec
         return [], CheckRun(check.id, CheckStatus.SKIPPED, 0.0, reason)
     try:
         findings = list(check.function(facts))
-        status = CheckStatus.FOUND if findings else CheckStatus.PASSED
-        reason = ""
+        reason = "" if findings else absence(check.domain, facts)
+        status = CheckStatus.FOUND if findings else CheckStatus.SKIPPED if reason else CheckStatus.PASSED
     except Exception as error:
         findings = [crash_finding(check, error)]
         status, reason = CheckStatus.CRASHED, f"{type(error).__name__}: {error}"

@@ -16,6 +16,8 @@ def note(stage: StageResult) -> str:
     if stage.error:
         message = (stage.error.get("message") or "").strip().splitlines()
         return f"{stage.error.get('type')}: {message[0] if message else ''}"
+    if stage.status is StageStatus.SKIPPED and stage.reason.startswith("needs "):
+        return stage.reason.split(": ", 1)[0]  # the stage it needs shows the install hint, once
     return stage.reason
 
 

@@ -7,9 +7,9 @@ findings and exit codes come from the report and the CLI. What they share lives 
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any, List, Mapping, Tuple
+from typing import Any, Dict, List, Mapping, Tuple
 
-from envdoctor.model import Report, Severity
+from envdoctor.model import CheckStatus, Report, Severity
 
 DOMAIN_TITLES = {
     "wsl": "WSL",
@@ -22,6 +22,8 @@ DOMAIN_TITLES = {
     "numpy": "NumPy",
     "sb3": "SB3 model",
     "probe": "Probe",
+    "requirements": "Requirements",
+    "imports": "Imports",
     "doctor": "envdoctor",
 }
 
@@ -31,15 +33,40 @@ def domain_title(domain: str) -> str:
 
 
 def summary_line(report: Report) -> str:
-    """e.g. "1 error, 2 warnings, 1 info · 12 checks" — what a reader needs before anything else."""
+    """e.g. "1 error, 2 warnings, 1 info · 12 checks · 1 domain not checked: CUDA (torch is not
+    installed)" — what a reader needs before anything else, gaps included."""
     counts = Counter(f.severity for f in report.findings)
     parts = []
     for severity, word in ((Severity.ERROR, "error"), (Severity.WARNING, "warning"), (Severity.INFO, "info")):
         n = counts.get(severity, 0)
         if n:
             parts.append(f"{n} {word}{'s' if n > 1 and severity is not Severity.INFO else ''}")
-    found = ", ".join(parts) if parts else "no problems found"
-    return f"{found} · {len(report.checks)} checks"
+    gaps = not_checked(report)
+    found = ", ".join(parts) if parts else "no problems found in what was checked" if gaps else "no problems found"
+    return f"{found} · {len(report.checks)} checks" + (f" · {gaps_summary(gaps)}" if gaps else "")
+
+
+def gaps_summary(gaps: List[Tuple[str, str]]) -> str:
+    """"3 domains not checked: CUDA, Probe (torch is not installed); GPU (no NVIDIA GPU was found)"."""
+    by_reason: Dict[str, List[str]] = {}
+    for domain, reason in gaps:
+        by_reason.setdefault(reason, []).append(domain_title(domain))
+    groups = "; ".join(f"{', '.join(titles)} ({reason})" for reason, titles in by_reason.items())
+    return f"{len(gaps)} domain{'s' if len(gaps) > 1 else ''} not checked: {groups}"
+
+
+def unchecked_reason(findings: list, runs: list) -> str:
+    """Why a domain was not checked: every check skipped, not all for lack of facts nobody asked for
+    (no --model, no --imports); "" for a domain that was judged, found something, or was not asked."""
+    if findings or not runs or any(r.status is not CheckStatus.SKIPPED for r in runs) or all(r.unasked for r in runs):
+        return ""
+    return "; ".join(dict.fromkeys(r.reason for r in runs if not r.unasked))
+
+
+def not_checked(report: Report) -> List[Tuple[str, str]]:
+    """(domain, why) for each domain of the report that was not checked, in the order the checks ran."""
+    gaps = [(domain, unchecked_reason(findings, runs)) for domain, findings, runs in grouped(report)]
+    return [(domain, reason) for domain, reason in gaps if reason]
 
 
 def size(n_bytes) -> str:

@@ -7,7 +7,7 @@ import re
 
 from envdoctor.model import Finding, Report, Severity
 from envdoctor.probe import table as probe_table
-from envdoctor.render import headline, summary_line
+from envdoctor.render import domain_title, headline, not_checked, summary_line
 from envdoctor.render.escape import escape_control, escaped
 
 BADGES = {
@@ -70,6 +70,9 @@ def render(report: Report) -> str:
         *(f"| {label} | {cell(value)} |" for label, value in headline(report)),
         "",
     ]
+    gaps = not_checked(report)
+    if gaps:
+        parts += ["| Not checked | Why |", "|---|---|", *(f"| {cell(domain_title(d))} | {cell(reason)} |" for d, reason in gaps), ""]
     if report.findings:
         parts += ["| Severity | Check | Finding |", "|---|---|---|"]
         parts += [f"| {BADGES[f.severity]} | `{f.id}` | {cell(f.title)} |" for f in report.findings]

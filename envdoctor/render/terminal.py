@@ -15,7 +15,7 @@ from rich.text import Text
 from envdoctor.model import CheckStatus, Finding, Report, Severity
 from envdoctor.probe import table as probe_table
 from envdoctor.probe.result import StageStatus
-from envdoctor.render import domain_title, grouped, headline, summary_line
+from envdoctor.render import domain_title, grouped, headline, summary_line, unchecked_reason
 from envdoctor.render.escape import escaped
 
 GLYPHS = {
@@ -43,7 +43,8 @@ def all_skipped(runs: list) -> bool:
     return bool(runs) and all(r.status is CheckStatus.SKIPPED for r in runs)
 
 
-def domain_line(domain: str, findings: list, runs: list) -> Text:
+def domain_line(domain: str, findings: list, runs: list, unchecked: str) -> Text:
+    """`[✓] CPU`, `[!] Threads`, or `[-] CUDA  not checked: torch is not installed`."""
     if findings:
         mark, style = GLYPHS[max((f.severity for f in findings), key=lambda s: s.rank)]
     elif all_skipped(runs):
@@ -54,6 +55,8 @@ def domain_line(domain: str, findings: list, runs: list) -> Text:
     line.append(mark, style=style)
     line.append("] ")
     line.append(domain_title(domain), style="bold")
+    if unchecked:
+        line.append(f"  not checked: {unchecked}")
     return line
 
 
@@ -116,9 +119,10 @@ def render(report: Report, verbose: bool = False, color: bool = False, width: in
         console.print(Text.assemble(("  " + label.ljust(8), "dim"), value))
     console.print()
     for domain, findings, runs in grouped(report):
-        if not verbose and not findings and all_skipped(runs):
-            continue  # e.g. the SB3 checks without --model; a failed collector is its own finding
-        console.print(domain_line(domain, findings, runs))
+        unchecked = unchecked_reason(findings, runs)
+        if not verbose and not findings and not unchecked and all_skipped(runs):
+            continue  # not asked for: the SB3 checks without --model, the imports without --imports
+        say(console, domain_line(domain, findings, runs, unchecked), 0)
         for finding in findings:
             finding_block(console, finding, verbose)
         if verbose:
@@ -127,7 +131,7 @@ def render(report: Report, verbose: bool = False, color: bool = False, width: in
     if report.probe:
         probe_section(console, report.probe)
         console.print()
-    console.print(Text(summary_line(report), style="bold"))
+    say(console, Text(summary_line(report), style="bold"), 0)
     if verbose:
         timings = ", ".join(f"{name} {ms:.0f} ms" for name, ms in report.timings_ms.items())
         console.print(Text(f"timings: {timings}", style="dim"))
