@@ -90,25 +90,50 @@ def after_the_last_stage(probe: ProbeResult) -> Finding:
     )
 
 
-@check("probe.hang", "A probe stage ran past its time limit", requires=("probe",))
+@check("probe.hang", "A probe stage ran past its time limit: slow (still using CPU) or hung", requires=("probe",))
 def hang(facts: Mapping[str, Any]) -> Iterable[Finding]:
     probe = probe_result(facts)
     fatal = probe.fatal
     if fatal is None or fatal.status is not StageStatus.HUNG:
         return
     record = fatal.crash or {}
+    slow = bool(record.get("still_working"))
+    hint = " " + STAGE_HINTS[fatal.id] if fatal.id in STAGE_HINTS else ""
+    not_bisected = "" if probe.bisection else " It was not bisected: every re-run would wait out the same limit."
     yield Finding(
         id="probe.hang",
-        severity=Severity.ERROR,
-        title=f"The probe hung in stage '{fatal.title}' ({fatal.reason})",
-        explanation=(
-            "A stage that never returns is most often a deadlock between thread pools (two OpenMP runtimes, "
-            "a fork after threads started) or a driver call that waits forever. The stack shows where it waited."
-            + (" " + STAGE_HINTS[fatal.id] if fatal.id in STAGE_HINTS else "")
-        ),
-        evidence={"stage": fatal.id, "waiting_in": frames_text(record.get("frames"))[:6], "threads": record.get("threads")},
-        remedies=bisect_pointer(probe) + (Remedy("If the machine is only slow, allow more time:", "envdoctor check --probe-timeout 900"), REPORT),
+        severity=Severity.WARNING if slow else Severity.ERROR,
+        title=f"The probe stage '{fatal.title}' was {fatal.reason}" if slow else f"The probe hung in stage '{fatal.title}' ({fatal.reason})",
+        explanation=(SLOW if slow else HUNG) + hint + not_bisected,
+        evidence={"stage": fatal.id, "cpu_s": record.get("cpu_s"), "waiting_in": frames_text(record.get("frames"))[:6], "threads": record.get("threads")},
+        remedies=bisect_pointer(probe) + time_limit_remedies(probe, slow) + (REPORT,),
     )
+
+
+SLOW = (
+    "The stage kept using CPU until its time limit ended it, so it was working, not stuck: a slow machine, a cold "
+    "disk cache or an oversubscribed CPU. The stack shows where it was."
+)
+HUNG = (
+    "The stage used no CPU before its time limit ended it: a stage that never returns is most often a deadlock between "
+    "thread pools (two OpenMP runtimes, a fork after threads started) or a driver call that waits forever. The stack "
+    "shows where it waited."
+)
+
+
+def time_limit_remedies(probe: ProbeResult, slow: bool) -> tuple:
+    """Re-checking the same interpreter with more time, and for a hang with one thread per pool."""
+    again = f"envdoctor check --python {shlex.quote(probe.python)}"
+    more_time = Remedy("Allow it more time:" if slow else "If the machine is only slow, allow more time:", f"{again} --probe-timeout {longer_timeout(probe)}")
+    if slow:
+        return (more_time,)
+    one_thread = Remedy("Check whether thread pools deadlock: run it once with one thread per pool:", f"OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 {again}")
+    return (more_time, one_thread)
+
+
+def longer_timeout(probe: ProbeResult) -> int:
+    """A probe timeout well above the run that ran out of time: at least 900 s, else three times it, in hundreds."""
+    return max(900, -(-int(3 * probe.duration_s) // 100) * 100)
 
 
 def error_evidence(stage: StageResult) -> dict:

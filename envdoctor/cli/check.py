@@ -78,7 +78,7 @@ def saved(report, report_dir: Optional[Path]) -> None:
 @click.option("--from", "from_report", metavar="REPORT.json", help="Judge the facts recorded in a report instead of this machine.")
 @click.option("--no-redact", is_flag=True, help="Keep home-directory paths (secrets are always redacted).")
 @click.option("--no-probe", is_flag=True, help="Do not run the probe ladder (numpy → torch → CUDA → MaskablePPO in a child).")
-@click.option("--probe-timeout", type=Seconds(1, DAY_S), default=DEFAULT_TIMEOUT_S, show_default=True, metavar="SECONDS", help="Time limit for the probe ladder.")
+@click.option("--probe-timeout", type=Seconds(1, DAY_S), default=DEFAULT_TIMEOUT_S, show_default=True, metavar="SECONDS", help="Time limit for the probe ladder; above the default, every stage gets that much more time too.")
 @click.option("--imports", is_flag=True, help="Also import every installed distribution's top-level modules, each batch in its own child.")
 @click.option("--import-timeout", type=Seconds(0.1, DAY_S), default=DEFAULT_MODULE_TIMEOUT_S, show_default=True, metavar="SECONDS", help="Time limit for one module's import (with --imports).")
 @click.option("--model", "models", multiple=True, metavar="MODEL.zip", help="Also inspect this SB3 model file statically (repeatable).")

@@ -1,4 +1,4 @@
-"""Bisection: which single change to the environment makes a crash or hang go away.
+"""Bisection: which single change to the environment makes a crash go away.
 
 Each variation re-runs the ladder up to the failed stage with one change; they run in parallel, as
 many at a time as there are usable CPUs. A variation that passes is the answer and its setting is
@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 from typing import Dict, Mapping, Optional, Tuple
 
 from envdoctor.probe import ladder
-from envdoctor.probe.result import Bisection, Outcome, ProbeResult, StageResult, VariationResult
+from envdoctor.probe.result import Bisection, Outcome, ProbeResult, StageResult, StageStatus, VariationResult
 from envdoctor.probe.runner import ProbeOptions, run_ladder
 
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
@@ -138,6 +138,12 @@ def workers(count: int) -> int:
 def notify(options: ProbeOptions, event: str, **fields) -> None:
     if options.on_event:
         options.on_event({"event": event, **fields})
+
+
+def worth_bisecting(failed: StageResult) -> bool:
+    """A crash is bisected; a stage that ran out of time is not: each variation would wait out the same
+    limit (minutes) to tell nothing more than the stack the hang left and its CPU time already tell."""
+    return failed.status is not StageStatus.HUNG
 
 
 def bisect(result: ProbeResult, environ: Mapping[str, str], options: ProbeOptions) -> ProbeResult:

@@ -2,8 +2,9 @@
 
 A stage with an `end` event reports itself. The stage that began and never ended is the one that
 took the process down, and how the process ended says how: a signal is a crash, faulthandler's
-timeout dump or the parent's timeout is a hang, anything else is an unexpected exit. Stages after it
-never ran.
+timeout dump or the parent's timeout ran out of time, anything else is an unexpected exit. Stages after
+it never ran. A stage that ran out of time while still using CPU was slow, not hung: its record keeps the
+CPU time it used and whether it was still working when the limit ended.
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ from envdoctor.proc import ChildResult
 NEEDS = re.compile(r"needs (\w+)")
 OUTPUT_TAIL_CHARS = 4000
 CRASH_FRAMES = 12
+# Of one CPU over the stage's last seconds: at least this much use means it was still working.
+WORKING_SHARE = 0.2
 
 
 def process_ending(child: ChildResult, dump: Optional[dict]) -> Ending:
@@ -54,6 +57,42 @@ def crash_record(child: ChildResult, dump: Optional[dict]) -> dict:
     }
 
 
+def stage_activity(begin: Mapping, activity: Optional[Mapping]) -> dict:
+    """The CPU time a stage used and whether it was still using CPU when it was ended; None where unsampled."""
+    started, now = begin.get("cpu_s"), (activity or {}).get("cpu_s")
+    if started is None or now is None:
+        return {"cpu_s": None, "still_working": None}
+    return {"cpu_s": round(max(now - started, 0.0), 2), "still_working": activity["share"] >= WORKING_SHARE}
+
+
+def ending_reason(child: ChildResult, dump: Optional[dict]) -> str:
+    if dump and dump.get("timeout_after"):
+        return f"still running after {dump['timeout_after']}"
+    return child.describe()
+
+
+def out_of_time(begin: Mapping, base: str, activity: Mapping) -> str:
+    """Why a stage was ended at its limit, in the words its CPU time earns: slow, or hung with no progress."""
+    if activity["still_working"]:
+        limit = begin.get("limit_s")
+        when = f"when its {limit:.0f} s limit ended" if isinstance(limit, (int, float)) else "when its time limit ended"
+        return f"still working ({activity['cpu_s']:.1f} s of CPU) {when}: slow, not hung"
+    if activity["still_working"] is False:
+        return f"{base}, idle at the end ({activity['cpu_s']:.1f} s of CPU in all): hung"
+    return base
+
+
+def dying_stage(stage: str, begin: Mapping, child: ChildResult, dump: Optional[dict], activity: Optional[Mapping]) -> StageResult:
+    """The stage the process died in, and how: a crash, an exit, or out of time (slow or hung)."""
+    status = dying_status(process_ending(child, dump))
+    record, reason = crash_record(child, dump), ending_reason(child, dump)
+    if status is StageStatus.HUNG:
+        record.update(stage_activity(begin, activity))
+        reason = out_of_time(begin, reason, record)
+    duration = max(child.duration_s - begin.get("at_s", 0.0), 0.0)
+    return StageResult(stage, ladder.title(stage), status, duration_s=duration, reason=reason, crash=record)
+
+
 def reported(event: Mapping, python: str) -> StageResult:
     """A stage that ended by itself, from its `end` event; a missing package gets its install hint."""
     reason = NEEDS.sub(lambda m: f"needs {ladder.title(m.group(1))}", event.get("reason", ""))
@@ -69,7 +108,9 @@ def reported(event: Mapping, python: str) -> StageResult:
     )
 
 
-def stage_results(events: Sequence[Mapping], planned: Sequence[str], child: ChildResult, dump: Optional[dict], python: str) -> List[StageResult]:
+def stage_results(
+    events: Sequence[Mapping], planned: Sequence[str], child: ChildResult, dump: Optional[dict], python: str, activity: Optional[Mapping]
+) -> List[StageResult]:
     ends = {e["stage"]: e for e in events if e.get("event") == "end"}
     begins = {e["stage"]: e for e in events if e.get("event") == "begin"}
     results: List[StageResult] = []
@@ -81,18 +122,7 @@ def stage_results(events: Sequence[Mapping], planned: Sequence[str], child: Chil
             results.append(StageResult(stage, ladder.title(stage), StageStatus.NOT_RUN, reason=f"the process died in {ladder.title(died)}"))
         else:
             died = stage
-            began = begins.get(stage, {}).get("at_s", 0.0)
-            ending = process_ending(child, dump)
-            results.append(
-                StageResult(
-                    stage,
-                    ladder.title(stage),
-                    dying_status(ending),
-                    duration_s=max(child.duration_s - began, 0.0),
-                    reason=child.describe() if not (dump and dump.get("timeout_after")) else f"still running after {dump['timeout_after']}",
-                    crash=crash_record(child, dump),
-                )
-            )
+            results.append(dying_stage(stage, begins.get(stage, {}), child, dump, activity))
     return results
 
 
@@ -105,13 +135,15 @@ def with_startup(results: List[StageResult], events: Sequence[Mapping]) -> List[
     return [StageResult(first.id, first.title, first.status, plan["at_s"] + first.duration_s, first.reason, first.details), *results[1:]]
 
 
-def classify(events: Sequence[Mapping], child: ChildResult, output: str, python: str, until: Optional[str]) -> ProbeResult:
-    """The probe's result from everything the ladder's process left behind."""
+def classify(
+    events: Sequence[Mapping], child: ChildResult, output: str, python: str, until: Optional[str], activity: Optional[Mapping] = None
+) -> ProbeResult:
+    """The probe's result from everything the ladder's process left behind; `activity` is its CPU clock's reading."""
     dump = tracebacks.parse(output)
     plan = next((e["stages"] for e in events if e.get("event") == "plan"), None)
     if plan is None:  # it died before the script ran: the interpreter's start is what failed
         plan = list(ladder.IDS[: ladder.IDS.index(until) + 1] if until in ladder.IDS else ladder.IDS)
-    results = with_startup(stage_results(events, plan, child, dump, python), events)
+    results = with_startup(stage_results(events, plan, child, dump, python, activity), events)
     return ProbeResult(
         python=python,
         ending=process_ending(child, dump),

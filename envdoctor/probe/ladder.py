@@ -64,5 +64,7 @@ def install_hint(module: Optional[str], python: str) -> str:
     return f"{python} -m pip install {distribution}"
 
 
-def limits() -> Dict[str, float]:
-    return {stage.id: stage.limit_s for stage in STAGES}
+def limits(extra_s: float = 0.0) -> Dict[str, float]:
+    """Each stage's time limit, `extra_s` longer than its own: a probe timeout raised above the default
+    gives every stage the time it adds, so no stage's own limit can cut the longer run short."""
+    return {stage.id: stage.limit_s + max(extra_s, 0.0) for stage in STAGES}

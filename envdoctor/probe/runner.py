@@ -3,15 +3,20 @@
 The child is the only place torch, numpy and SB3 are ever loaded. It has its own process group, a
 hard timeout (plus a grace period for its own faulthandler watchdog to dump the stacks first),
 `-X faulthandler`, and unbuffered output; its events arrive line by line, so progress can be shown
-while it runs and a crash is pinned to the stage that was announced last.
+while it runs and a crash is pinned to the stage that was announced last. The child's CPU time is
+sampled while it runs, so a stage ended at its time limit is told apart: still working (slow) or idle (hung).
 """
 
 from __future__ import annotations
 
 import json
+import threading
 import time
+from collections import deque
 from dataclasses import dataclass
-from typing import Callable, List, Mapping, Optional
+from typing import Callable, Deque, List, Mapping, Optional, Tuple
+
+import psutil
 
 from envdoctor.probe import ladder
 from envdoctor.probe.classify import classify
@@ -23,6 +28,9 @@ MARK = "@envdoctor-probe "
 DEFAULT_TIMEOUT_S = 300.0
 # The child's watchdog fires at the deadline and needs a moment to dump every thread and exit.
 GRACE_S = 10.0
+SAMPLE_S = 0.25
+# The last seconds of a stage that decide whether it was still working when its limit ended.
+RECENT_S = 2.0
 
 EventHandler = Callable[[Mapping], None]
 
@@ -39,10 +47,50 @@ class ProbeOptions:
 
 
 def ladder_argv(python: str, timeout_s: float, device: str, until: Optional[str]) -> List[str]:
-    """`-c` keeps the script's folder off the target's sys.path."""
+    """`-c` keeps the script's folder off the target's sys.path. A timeout above the default raises
+    every stage's own limit by as much, so --probe-timeout really gives a slow stage more time."""
     source = script_path("ladder").read_text(encoding="utf-8")
-    argv = [python, "-X", "faulthandler", "-c", source, "--device", device, "--deadline", str(timeout_s), "--limits", json.dumps(ladder.limits())]
+    limits = ladder.limits(timeout_s - DEFAULT_TIMEOUT_S)
+    argv = [python, "-X", "faulthandler", "-c", source, "--device", device, "--deadline", str(timeout_s), "--limits", json.dumps(limits)]
     return argv + (["--until", until] if until else [])
+
+
+class CpuClock:
+    """The child's CPU seconds, sampled while it runs; times are seconds since `started`."""
+
+    def __init__(self, started: float):
+        self.started = started
+        self.samples: Deque[Tuple[float, float]] = deque(maxlen=int(RECENT_S / SAMPLE_S) + 2)
+        self.process: Optional[psutil.Process] = None
+        self.stopped = threading.Event()
+
+    def watch(self, pid: int) -> None:
+        try:
+            self.process = psutil.Process(pid)
+        except (psutil.Error, ValueError, TypeError):
+            return
+        threading.Thread(target=self.sample_until_stopped, name="probe-cpu-clock", daemon=True).start()
+
+    def read(self) -> Optional[float]:
+        try:
+            times = self.process.cpu_times() if self.process else None
+        except psutil.Error:
+            return None
+        return times.user + times.system if times else None
+
+    def sample_until_stopped(self) -> None:
+        while not self.stopped.wait(SAMPLE_S):
+            value = self.read()
+            if value is not None:
+                self.samples.append((time.monotonic() - self.started, value))
+
+    def activity(self) -> Optional[dict]:
+        """{cpu_s: the child's CPU time at the last sample, share: of one CPU over its last RECENT_S}, or None unsampled."""
+        self.stopped.set()
+        if len(self.samples) < 2:
+            return None
+        (first_at, first_cpu), (last_at, last_cpu) = self.samples[0], self.samples[-1]
+        return {"cpu_s": last_cpu, "share": (last_cpu - first_cpu) / max(last_at - first_at, SAMPLE_S)}
 
 
 class EventReader:
@@ -50,6 +98,7 @@ class EventReader:
 
     def __init__(self, on_event: Optional[EventHandler]):
         self.started = time.monotonic()
+        self.clock = CpuClock(self.started)
         self.events: List[dict] = []
         self.output: List[str] = []
         self.on_event = on_event
@@ -68,9 +117,17 @@ class EventReader:
         if at:
             self.output.append(line[:at])
         event["at_s"] = time.monotonic() - self.started
+        self.time_cpu(event)
         self.events.append(event)
         if self.on_event:
             self.on_event(event)
+
+    def time_cpu(self, event: dict) -> None:
+        """The plan names the child's pid for its clock; each stage notes the CPU time it began at."""
+        if event.get("event") == "plan" and isinstance(event.get("pid"), int):
+            self.clock.watch(event["pid"])
+        elif event.get("event") == "begin":
+            event["cpu_s"] = self.clock.read()
 
 
 def run_ladder(python: str, environ: Mapping[str, str], options: ProbeOptions, until: Optional[str] = None, on_event: Optional[EventHandler] = None) -> ProbeResult:
@@ -78,5 +135,5 @@ def run_ladder(python: str, environ: Mapping[str, str], options: ProbeOptions, u
     env = {**environ, "PYTHONUNBUFFERED": "1", "PYTHONFAULTHANDLER": "1"}
     reader = EventReader(on_event)
     child = stream_child(ladder_argv(python, options.timeout_s, options.device, until), reader, timeout=options.timeout_s + GRACE_S, env=env)
-    return classify(reader.events, child, "\n".join(reader.output), python, until)
+    return classify(reader.events, child, "\n".join(reader.output), python, until, reader.clock.activity())
 

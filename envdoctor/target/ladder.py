@@ -411,7 +411,7 @@ def main(argv):
     faulthandler.enable(all_threads=True)
     names = [stage for stage, _, _, _ in STAGES]
     last = names.index(arguments.until) if arguments.until in names else len(names) - 1
-    emit("plan", stages=names[: last + 1], python=sys.version.split()[0])
+    emit("plan", stages=names[: last + 1], python=sys.version.split()[0], pid=os.getpid())
     ctx = {"device": arguments.device, "status": {}, "passed": {}, "missing": {}}
     limits = json.loads(arguments.limits)
     deadline = started + arguments.deadline
