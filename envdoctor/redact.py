@@ -1,5 +1,8 @@
 """Keeping reports safe to publish: secrets never by value, the home directory as `~`.
 
+Secrets are found two ways: by the variable's name (the values of `*_TOKEN`, `*PASSWORD*` … wherever they
+appear), and by the value's look, for secrets in places no name announces: a token in a path variable
+(`/opt/ghp_…/lib`), `password=…` printed by the user's program into an output tail, credentials in a URL.
 Secret redaction cannot be turned off; `--no-redact` only keeps paths as they are.
 """
 
@@ -14,6 +17,21 @@ SECRET_NAME = re.compile(
     re.IGNORECASE,
 )
 REDACTED = "<redacted>"
+# Token formats published by their issuers: GitHub (classic and fine-grained), Hugging Face, AWS access key
+# ids, OpenAI-style `sk-` keys, Slack, JSON Web Tokens, and PEM private keys.
+TOKEN_SHAPES = re.compile(
+    r"\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{40,}|hf_[A-Za-z0-9]{30,}|(?:AKIA|ASIA)[A-Z0-9]{16}"
+    r"|sk-[A-Za-z0-9_-]{20,}|xox[abposr]-[A-Za-z0-9-]{10,}"
+    r"|eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,})"
+    r"|-----BEGIN [A-Z ]*PRIVATE KEY-----.*?(?:-----END [A-Z ]*PRIVATE KEY-----|$)",
+    re.DOTALL,
+)
+# `password=…`, `token: …`, `--api-key …`: the name stays, the value goes.
+NAMES = r"(?:password|passwd|passphrase|token|secret|api[_-]?key|access[_-]?key)"
+ASSIGNMENT = re.compile(
+    rf"(?i)((?:--{NAMES}(?:=|\s+)|(?<![A-Za-z0-9]){NAMES}[\"']?\s*[=:]\s*)[\"']?)(?!<redacted>)[^\s\"',;&]{{4,}}"
+)
+URL_CREDENTIALS = re.compile(r"(\b[a-z][a-z0-9+.-]*://)[^/\s:@]+:[^/\s@]+@", re.IGNORECASE)
 MIN_SECRET_LENGTH = 4  # shorter values ("1", "yes") would erase innocent text everywhere
 
 
@@ -36,6 +54,7 @@ def scrub(data: Any, secrets: Iterable[str], home: str = "") -> Any:
         for secret in secrets:
             if secret in text:
                 text = text.replace(secret, REDACTED)
+        text = scrub_shapes(text)
         if home and home in text:
             text = re.sub(re.escape(home) + r"(?=/|$|[:;\s'\"])", "~", text)
         return text
@@ -50,6 +69,13 @@ def scrub(data: Any, secrets: Iterable[str], home: str = "") -> Any:
         return value
 
     return walk(data)
+
+
+def scrub_shapes(text: str) -> str:
+    """`text` without anything that looks like a secret, whatever variable or output line it sits in."""
+    text = TOKEN_SHAPES.sub(REDACTED, text)
+    text = ASSIGNMENT.sub(lambda m: m.group(1) + REDACTED, text)
+    return URL_CREDENTIALS.sub(lambda m: m.group(1) + REDACTED + "@", text)
 
 
 def home_directory() -> str:

@@ -1,0 +1,69 @@
+"""Secrets by their look: token-shaped values and `password=` assignments never reach a report, wherever they sit."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import pytest
+
+from conftest import run_envdoctor
+from envdoctor.redact import REDACTED, scrub
+
+SECRETS = {
+    "github-classic": "ghp_" + "A1b2C3d4" * 5,
+    "github-fine-grained": "github_pat_" + "11ABCDEFG0" * 5,
+    "hugging-face": "hf_" + "qWeRtYuIoP" * 4,
+    "aws-key-id": "AKIA" + "ABCDEFGHIJKLMNOP",
+    "openai-style": "sk-proj-" + "Zx9" * 12,
+    "slack": "xoxb-2048-1234567890-abcdefABCDEF",
+    "jwt": "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.c2lnbmF0dXJlLXZhbHVl",
+}
+PLACES = {
+    "path-variable": lambda s: f"/opt/{s}/lib:/usr/lib",
+    "output-line": lambda s: f"INFO using key {s} for upload",
+    "url": lambda s: f"https://{s}@hub.example/repo",
+}
+
+
+@pytest.mark.parametrize("place", list(PLACES))
+@pytest.mark.parametrize("kind", list(SECRETS))
+def test_token_shapes_are_scrubbed_anywhere(kind, place):
+    text = PLACES[place](SECRETS[kind])
+    cleaned = scrub({"value": text, text: [text]}, secrets=())
+    assert SECRETS[kind] not in json.dumps(cleaned) and REDACTED in json.dumps(cleaned)
+
+
+@pytest.mark.parametrize("line, secret", [
+    ("password=hunter2xyz", "hunter2xyz"),
+    ("DB_PASSWORD: 'correct horse'", "correct"),
+    ("--api-key abcd1234efgh", "abcd1234efgh"),
+    ("--token=t0k3nv4lue", "t0k3nv4lue"),
+    ("postgresql://trainer:s3cr3tpw@db:5432/runs", "s3cr3tpw"),
+    ("-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXk\n-----END OPENSSH PRIVATE KEY-----", "b3BlbnNzaC1rZXk"),
+])
+def test_assignments_urls_and_keys_lose_their_value_and_keep_their_name(line, secret):
+    cleaned = scrub([line], secrets=())[0]
+    assert secret not in cleaned and REDACTED in cleaned
+
+
+@pytest.mark.parametrize("text", ["torch 2.13.0+cpu", "the token is fine", "sk-learn", "NCCL_SOCKET_IFNAME=eth0",
+                                  "/usr/lib/x86_64-linux-gnu", "auth module loaded", "KEY=1"])
+def test_ordinary_text_is_kept(text):
+    assert scrub([text], secrets=()) == [text]
+
+
+def test_a_token_in_ld_library_path_never_reaches_the_json_report():
+    token = SECRETS["github-classic"]
+    run = run_envdoctor("check", "--no-probe", "--no-save", "--json", "-", env={"LD_LIBRARY_PATH": f"/opt/{token}/lib"})
+    assert run.returncode in (0, 1), run
+    assert token not in run.stdout
+
+
+def test_a_password_printed_by_the_command_never_reaches_the_crash_report(tmp_path):
+    program = "print('connecting with password=hunter2xyz', flush=True); raise SystemExit(3)"
+    run = run_envdoctor("run", "--report-dir", str(tmp_path), "--", sys.executable, "-c", program, timeout=180)
+    assert run.returncode == 3, run
+    saved = [p for p in tmp_path.iterdir() if p.suffix in (".json", ".md")]
+    assert saved and all("hunter2xyz" not in p.read_text() for p in saved)
+    assert "hunter2xyz" in run.stdout  # the command's own output passes through untouched
