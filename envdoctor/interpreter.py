@@ -48,15 +48,20 @@ def checked(value: str, path: Path) -> str:
     return absolute
 
 
+def refusal(value: str, why: str) -> UsageError:
+    """The one-line refusal; a path may hold a newline or an escape sequence, shown escaped."""
+    return UsageError(escape_control(f"--python {value}: {why}", multiline=False))
+
+
 def refuse_unrunnable(value: str, path: Path) -> None:
     if path.is_symlink() and not path.exists():
-        raise UsageError(f"--python {value}: {path} is a broken link to {os.path.realpath(path)}; {recreate(path)}")
+        raise refusal(value, f"{path} is a broken link to {os.path.realpath(path)}; {recreate(path)}")
     if not path.exists():
-        raise UsageError(f"--python {value}: no such interpreter")
+        raise refusal(value, "no such interpreter")
     if not path.is_file():
-        raise UsageError(f"--python {value}: not a file; give the interpreter's path or a venv folder")
+        raise refusal(value, "not a file; give the interpreter's path or a venv folder")
     if not os.access(path, os.X_OK):
-        raise UsageError(f"--python {value}: not executable")
+        raise refusal(value, "not executable")
 
 
 def recreate(link: Path) -> str:
@@ -64,7 +69,8 @@ def recreate(link: Path) -> str:
     venv = link.absolute().parent.parent
     if not (venv / "pyvenv.cfg").is_file():
         return "its interpreter is gone; name one that exists"
-    maker = Path(os.path.realpath(link)).name if re.fullmatch(r"python3(\.\d+)?", Path(os.path.realpath(link)).name) else "python3"
+    base = Path(os.path.realpath(link)).name
+    maker = base if re.fullmatch(r"python3(\.\d+)?", base) else "python3"
     return f"the venv's base interpreter is gone; recreate the venv ({maker} -m venv --clear {venv}) and reinstall its packages"
 
 
@@ -88,11 +94,11 @@ def answered(result: ChildResult) -> Optional[Identity]:
 
 def refuse_unsupported(value: str, path: str, found: Union[Identity, ChildResult]) -> None:
     if not isinstance(found, Identity):
-        raise UsageError(f"--python {value}: {not_started(path, found)}")
+        raise refusal(value, not_started(path, found))
     if found.implementation != "CPython":
-        raise UsageError(f"--python {value}: {path} is {found.shown}; envdoctor diagnoses CPython {dotted(OLDEST)} and newer")
+        raise refusal(value, f"{path} is {found.shown}; envdoctor diagnoses CPython {dotted(OLDEST)} and newer")
     if found.version[:2] < OLDEST:
-        raise UsageError(f"--python {value}: {too_old(path, found.shown)}")
+        raise refusal(value, too_old(path, found.shown))
 
 
 def too_old(path: str, shown: str) -> str:

@@ -152,3 +152,15 @@ def test_a_good_interpreter_is_asked_once_and_then_diagnosed(tmp_path):
     questions = [line for line in starts(tmp_path) if line == f"-c {IDENTITY_PROGRAM}"]
     assert len(questions) == 1, starts(tmp_path)
     assert len(starts(tmp_path)) > 1  # the target's facts were read through it too
+
+
+@pytest.mark.parametrize("name", ["py\nthon", "py\x1b]52;c;aGk=\x07thon", "py\u202ethon"], ids=["newline", "osc52", "bidi"])
+def test_a_hostile_name_stays_one_escaped_line(tmp_path, name):
+    shim, _ = pyenv_shim(tmp_path, ["3.12.1"])
+    hostile = tmp_path / name
+    hostile.symlink_to(shim)
+    run = run_envdoctor("check", "--no-save", "--python", str(hostile), cwd=tmp_path)
+    assert run.returncode == 2, run
+    assert run.stderr.count("\n") == 1 and run.stderr.startswith("envdoctor: error: --python "), run
+    assert not any(c in run.stderr[:-1] for c in "\n\x1b\x07\u202e")
+    assert "pyenv: python3.12: command not found" in run.stderr

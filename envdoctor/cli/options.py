@@ -31,7 +31,7 @@ def located(value: str) -> Path:
         for candidate in (path / "bin" / "python", path / "Scripts" / "python.exe"):
             if candidate.is_file() or candidate.is_symlink():
                 return candidate
-        raise UsageError(f"--python {value}: a folder without bin/python; give the interpreter's path")
+        raise interpreter.refusal(value, "a folder without bin/python; give the interpreter's path")
     if os.sep not in value and not path.exists():
         found = shutil.which(value)
         if found:
