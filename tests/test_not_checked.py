@@ -125,3 +125,16 @@ def report_of(*runs: CheckRun, findings=()) -> Report:
 )
 def test_summary_line_says_what_was_not_checked_and_why(runs, findings, expected):
     assert summary_line(report_of(*runs, findings=findings)) == expected
+
+
+def test_an_interpreter_without_any_ml_stack_is_probably_the_wrong_one(venvs):
+    python = venvs.get("bare-no-stack")
+    run = run_envdoctor("check", "--python", str(python), "--no-probe", "--no-save", "--only", "doctor", "--json", "-")
+    found = [f for f in run.json()["findings"] if f["id"] == "doctor.no-ml-stack"]
+    assert run.returncode == 1 and len(found) == 1, run
+    assert str(python) in found[0]["title"] and "--python" in found[0]["remedies"][0]["command"]
+
+
+def test_the_test_environment_with_torch_is_not_called_the_wrong_one():
+    run = run_envdoctor("check", "--no-probe", "--no-save", "--only", "doctor", "--json", "-")
+    assert "doctor.no-ml-stack" not in [f["id"] for f in run.json()["findings"]]

@@ -8,6 +8,7 @@ from typing import Any, Iterable, Mapping, Optional
 
 from envdoctor.checks import check
 from envdoctor.checks.cuda import cuda_build, gpus, pinned_cuda_runtime, recorded_kernels, table_kernels
+from envdoctor.checks.facts import distributions, normalize
 from envdoctor.checks.wheels import TorchBuild, target_python
 from envdoctor.knowledge import arches, minor_of, torch_matrix
 from envdoctor.model import Finding, Remedy, Severity
@@ -28,6 +29,32 @@ def collector_failed(facts: Mapping[str, Any]) -> Iterable[Finding]:
                     Remedy("If the cause is not on this machine's side, please report it to envdoctor's issue tracker with the JSON report attached."),
                 ),
             )
+
+
+ML_STACK = ("torch", "numpy", "stable-baselines3", "sb3-contrib", "gymnasium", "gym", "jax", "tensorflow")
+
+
+@check("doctor.no-ml-stack", "The diagnosed interpreter holds no ML stack: probably not the one you train with", requires=("target",))
+def no_ml_stack(facts: Mapping[str, Any]) -> Iterable[Finding]:
+    installed = distributions(facts)
+    if any(normalize(name) in installed for name in ML_STACK):
+        return
+    python = target_python(facts)
+    yield Finding(
+        id="doctor.no-ml-stack",
+        severity=Severity.WARNING,
+        title=f"{python} has none of torch, NumPy, SB3 or Gymnasium installed: envdoctor probably diagnosed the wrong interpreter",
+        explanation=(
+            "envdoctor diagnoses the Python it runs under unless --python names another. When it is installed in its own "
+            "venv, with pipx or in the system Python, that interpreter is not the training environment, and every "
+            "verdict below is about the wrong place."
+        ),
+        evidence={"python": python, "distributions": len(installed)},
+        remedies=(
+            Remedy("Name the interpreter you train with (a venv folder works too):", "envdoctor check --python /path/to/venv/bin/python"),
+            Remedy("In a conda env:", "envdoctor check --python \"$(conda run -n ENV python -c 'import sys; print(sys.executable)')\""),
+        ),
+    )
 
 
 def arch_row_name(row: arches.ArchList) -> str:

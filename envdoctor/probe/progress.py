@@ -11,6 +11,11 @@ from typing import Callable, Mapping
 from envdoctor.probe import ladder
 
 
+def words(status: str) -> str:
+    """A stage status as the table shows it: "not run", not "not_run"."""
+    return str(status).replace("_", " ")
+
+
 class ProgressPrinter:
     """An `on_event` handler writing human lines through `write` (e.g. to stderr)."""
 
@@ -25,7 +30,7 @@ class ProgressPrinter:
             self.write(f"probe: {ladder.title(event['stage'])} … ")
             self.open_line = True
         elif kind == "end":
-            status = event["status"]
+            status = words(event["status"])
             seconds = f" ({event.get('reason')})" if status == "skipped" else f" {event.get('duration_s', 0.0):.2f} s"
             if not self.open_line:
                 self.write(f"probe: {ladder.title(event['stage'])} … ")
@@ -34,7 +39,7 @@ class ProgressPrinter:
         elif kind == "died":
             if not self.open_line:
                 self.write(f"probe: {ladder.title(event['stage'])} … ")
-            self.write(f"{event['status']} ({event['reason']})\n")
+            self.write(f"{words(event['status'])} ({event['reason']})\n")
             self.open_line = False
         elif kind == "bisect":
             self.write(f"probe: bisecting {ladder.title(event['stage'])} with {len(event['variations'])} variations …\n")

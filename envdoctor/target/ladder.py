@@ -153,7 +153,16 @@ def stage_cuda_init(ctx):
         "arch_list": arch_list,
         "kernels_for_device": has_kernels(capability, arch_list),
         "runtime": torch.version.cuda or torch.version.hip,
+        "cudnn": cudnn_version(torch),
     }
+
+
+def cudnn_version(torch):
+    """cuDNN's version as torch loads it (90100 is 9.1.0), or None where torch has no cuDNN."""
+    try:
+        return torch.backends.cudnn.version() if torch.backends.cudnn.is_available() else None
+    except Exception:  # noqa: BLE001 - a broken cuDNN is itself a fact; its loader errors vary
+        return None
 
 
 def has_kernels(capability, arch_list):
