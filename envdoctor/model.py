@@ -49,19 +49,36 @@ class CheckStatus(enum.Enum):
     CRASHED = "crashed"
 
 
+SHELL = "shell"
+PYTHON = "python"
+REMEDY_KINDS = (SHELL, PYTHON)
+
+
 @dataclass(frozen=True)
 class Remedy:
-    """One concrete step: a sentence, and where there is one, the exact command or setting."""
+    """One concrete step: a sentence, and where there is one, the exact command or setting. `kind`
+    says what the command is: one shell line a user pastes ("shell"), or code for their program
+    ("python"), which is shown as code, never after a shell prompt."""
 
     summary: str
     command: Optional[str] = None
+    kind: str = SHELL
 
     def to_json(self) -> dict:
-        return {"summary": self.summary, "command": self.command}
+        """The kind is written only where it is not a shell line, so reports read as before by older readers."""
+        data: dict = {"summary": self.summary, "command": self.command}
+        if self.kind != SHELL:
+            data["kind"] = self.kind
+        return data
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> "Remedy":
-        return cls(summary=data["summary"], command=data.get("command"))
+        return cls(summary=data["summary"], command=data.get("command"), kind=kind_of(data.get("kind")))
+
+
+def kind_of(value: Any) -> str:
+    """A recorded remedy's kind; absent (reports written before kinds existed) or unknown, a shell line."""
+    return value if value in REMEDY_KINDS else SHELL
 
 
 @dataclass(frozen=True)

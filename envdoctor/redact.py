@@ -56,6 +56,7 @@ def scrub(data: Any, secrets: Iterable[str], home: str = "") -> Any:
                 text = text.replace(secret, REDACTED)
         text = scrub_shapes(text)
         if home and home in text:
+            text = tilde_outside_quotes(text, home)
             text = re.sub(re.escape(home) + r"(?=/|$|[:;\s'\"])", "~", text)
         return text
 
@@ -69,6 +70,13 @@ def scrub(data: Any, secrets: Iterable[str], home: str = "") -> Any:
         return value
 
     return walk(data)
+
+
+def tilde_outside_quotes(text: str, home: str) -> str:
+    """A quoted home path (`'HOME/rest'`, as shlex.quote writes it) as `~/'rest'`: the shell expands `~`
+    only outside quotes, so a pasted command still names the same file."""
+    text = re.sub("'" + re.escape(home) + "/", "~/'", text)
+    return re.sub("'" + re.escape(home) + "'", "~", text)
 
 
 def scrub_shapes(text: str) -> str:

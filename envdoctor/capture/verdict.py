@@ -9,6 +9,7 @@ Facts behind the OOM rules: knowledge notes (domain-facts.md), "GPU OOM reported
 from __future__ import annotations
 
 import re
+import shlex
 from typing import Iterable, List, Optional
 
 from envdoctor.capture import stacks
@@ -118,7 +119,7 @@ def crashed(run: dict) -> Finding:
     thread = stacks.crashed_thread(run.get("python_stacks"))
     remedies = [Remedy("Any native-crash cause envdoctor knows in this environment is among this report's findings; re-check after a change with:", "envdoctor check")]
     if not run.get("under_gdb") and name in NATIVE_CRASHES + ("SIGILL", "SIGFPE"):
-        remedies.append(Remedy("Re-run under gdb for the native frame that faulted in every thread:", "envdoctor run --gdb -- " + " ".join(run["command"])))
+        remedies.append(Remedy("Re-run under gdb for the native frame that faulted in every thread:", "envdoctor run --gdb -- " + shlex.join(run["command"])))
     if name == "SIGILL":
         remedies.insert(0, Remedy("Compare the CPU's instruction sets with what the wheels need:", "envdoctor check --only cpu"))
     if name == "SIGBUS":
@@ -144,7 +145,7 @@ def hung(run: dict) -> Finding:
         evidence={"hang_timeout_s": run["hang_timeout_s"], "threads": len(threads)},
         remedies=(
             Remedy("Read the top frame of each thread: a lock, a queue or a join waits for a thread or worker process that died or is itself blocked."),
-            Remedy("For native frames of the hung threads, re-run under gdb:", "envdoctor run --gdb --hang-timeout " + f"{run['hang_timeout_s']:g} -- " + " ".join(run["command"])),
+            Remedy("For native frames of the hung threads, re-run under gdb:", "envdoctor run --gdb --hang-timeout " + f"{run['hang_timeout_s']:g} -- " + shlex.join(run["command"])),
         ),
     )
 

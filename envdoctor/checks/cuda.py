@@ -316,11 +316,11 @@ def shadowing_remedies(facts, offending: List[dict]) -> Tuple[Remedy, ...]:
     bad_dirs = {e["path"].rsplit("/", 1)[0] for e in offending if e["via"] == "LD_LIBRARY_PATH"}
     if bad_dirs:
         kept = [d for d in variables(facts).get("LD_LIBRARY_PATH", "").split(":") if d and d not in bad_dirs]
-        command = f"export LD_LIBRARY_PATH={':'.join(kept)}" if kept else "unset LD_LIBRARY_PATH"
+        command = f"export LD_LIBRARY_PATH={shlex.quote(':'.join(kept))}" if kept else "unset LD_LIBRARY_PATH"
         remedies.append(Remedy(f"Take {', '.join(sorted(bad_dirs))} out of LD_LIBRARY_PATH (torch brings its own CUDA libraries):", command))
     cached = [e["path"] for e in offending if e["via"] == "ldconfig"]
     if cached:
-        remedies.append(Remedy("Find the system packages that installed the cached copies, and remove them if nothing else needs them:", f"dpkg -S {' '.join(cached)}"))
+        remedies.append(Remedy("Find the system packages that installed the cached copies, and remove them if nothing else needs them:", f"dpkg -S {shlex.join(cached)}"))
     return tuple(remedies)
 
 

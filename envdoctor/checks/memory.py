@@ -9,7 +9,7 @@ from typing import Any, Iterable, Mapping
 
 from envdoctor.checks import check
 from envdoctor.checks.facts import gib, mib
-from envdoctor.model import Finding, Remedy, Severity
+from envdoctor.model import PYTHON, Finding, Remedy, Severity
 
 SHM_SMALL_BYTES = 1 * 2 ** 30
 RAM_LOW_BYTES = 8 * 2 ** 30
@@ -34,7 +34,7 @@ def shm_small(facts: Mapping[str, Any]) -> Iterable[Finding]:
         remedies=(
             Remedy("Start the container with more shared memory:", "docker run --shm-size=8g ..."),
             Remedy("or share the host's IPC namespace:", "docker run --ipc=host ..."),
-            Remedy("or load data in the main process:", "DataLoader(..., num_workers=0)"),
+            Remedy("or load data in the main process:", "DataLoader(..., num_workers=0)", PYTHON),
         ),
         references=("https://github.com/pytorch/pytorch#docker-image",),
     )

@@ -6,11 +6,12 @@ DLR-RM/stable-baselines3#2115 (segfault when training continues on another machi
 
 from __future__ import annotations
 
+import shlex
 from pathlib import PurePath
 from typing import Any, Iterable, List, Mapping
 
 from envdoctor.checks import check
-from envdoctor.model import Finding, Remedy, Severity
+from envdoctor.model import PYTHON, Finding, Remedy, Severity
 from envdoctor.sb3 import advice, verdicts
 from envdoctor.sb3.schedules import SCHEDULE_KEYS
 
@@ -38,7 +39,7 @@ def remedies(model: Mapping[str, Any], keys: Iterable[str]) -> tuple:
     keys = set(keys)
     steps = []
     if keys <= set(model.get("schedules", {})) and keys:
-        steps.append(Remedy("Load it with plain numbers instead of the pickled schedules (SB3 then never decodes them):", advice.load_call(model)))
+        steps.append(Remedy("Load it with plain numbers instead of the pickled schedules (SB3 then never decodes them):", advice.load_call(model), PYTHON))
     if advice.can_sanitize(model) and keys <= set(SCHEDULE_KEYS):
         steps.append(Remedy("Or write a copy whose schedules are plain numbers; it loads anywhere with a plain .load():", advice.sanitize_command(model)))
     blockers = [e["key"] for e in advice.sanitize_blockers(model)]
@@ -153,7 +154,7 @@ def missing_module(facts: Mapping[str, Any]) -> Iterable[Finding]:
         installable = [PIP_NAMES[t] for t in tops if t in PIP_NAMES]
         steps = list(remedies(model, keys))
         if installable:
-            steps.append(Remedy("Install what the file needs:", "pip install " + " ".join(installable)))
+            steps.append(Remedy("Install what the file needs:", "pip install " + shlex.join(installable)))
         others = [t for t in tops if t not in PIP_NAMES]
         if others:
             steps.append(Remedy(f"Make {', '.join(others)} importable (the code that defined the pickled objects must be on PYTHONPATH)."))

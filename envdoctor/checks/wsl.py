@@ -7,10 +7,11 @@ judged from every marker together.
 
 from __future__ import annotations
 
+import shlex
 from typing import Any, Iterable, Mapping, Optional
 
 from envdoctor.checks import check
-from envdoctor.model import Finding, Remedy, Severity
+from envdoctor.model import PYTHON, Finding, Remedy, Severity
 
 WSL_GUIDE = "https://docs.nvidia.com/cuda/wsl-user-guide/index.html"
 # Only a WSL kernel or a WSL filesystem makes a WSL verdict: the variables travel with copied
@@ -100,7 +101,7 @@ def wsl2_finding(system: Mapping[str, Any]) -> Finding:
         evidence={"kernel_release": system.get("kernel_release"), "markers": seen_markers(system)},
         remedies=(
             Remedy("Keep the Windows NVIDIA driver current; check it from Windows with nvidia-smi.exe."),
-            Remedy("If CUDA runs out of memory with pinned buffers, disable pinning:", "DataLoader(..., pin_memory=False)"),
+            Remedy("If CUDA runs out of memory with pinned buffers, disable pinning:", "DataLoader(..., pin_memory=False)", PYTHON),
         ),
         references=(WSL_GUIDE, "https://github.com/microsoft/WSL/issues/8447"),
     )
@@ -152,7 +153,7 @@ def linux_driver_inside(facts: Mapping[str, Any]) -> Iterable[Finding]:
         ),
         evidence={"libcuda_outside_wsl": libraries},
         remedies=(
-            Remedy("Find the package that installed it:", f"dpkg -S {libraries[0]}"),
+            Remedy("Find the package that installed it:", f"dpkg -S {shlex.quote(libraries[0])}"),
             Remedy("Remove that package (for example the Linux driver):", "sudo apt-get purge 'nvidia-driver-*' 'libnvidia-compute-*'"),
             Remedy("Refresh the linker cache:", "sudo ldconfig"),
         ),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import sys
@@ -122,7 +123,15 @@ def use_color() -> bool:
 
 
 def output_options(function):
-    """--json PATH|- and --markdown PATH|-, for every command that produces a report."""
-    function = click.option("--markdown", "markdown_out", metavar="PATH|-", help="Write Markdown for a GitHub issue.")(function)
-    function = click.option("--json", "json_out", metavar="PATH|-", help="Write the JSON report.")(function)
-    return function
+    """--json PATH|- and --markdown PATH|-, for every command that produces a report; both on
+    stdout would make one stream of two documents no reader can split, so that is refused before
+    anything runs."""
+
+    @functools.wraps(function)
+    def one_document_on_stdout(*args, **kwargs):
+        if kwargs.get("json_out") == STDOUT and kwargs.get("markdown_out") == STDOUT:
+            raise UsageError("--json - and --markdown - cannot both write to stdout; write one of them to a file")
+        return function(*args, **kwargs)
+
+    command = click.option("--markdown", "markdown_out", metavar="PATH|-", help="Write Markdown for a GitHub issue.")(one_document_on_stdout)
+    return click.option("--json", "json_out", metavar="PATH|-", help="Write the JSON report.")(command)

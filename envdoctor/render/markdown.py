@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import re
 
-from envdoctor.model import Finding, Report, Severity
+from envdoctor.model import PYTHON, Finding, Remedy, Report, Severity
 from envdoctor.probe import table as probe_table
 from envdoctor.render import domain_title, headline, not_checked, summary_line
 from envdoctor.render.escape import escape_control, escaped
@@ -30,6 +30,13 @@ def fence(body: str, language: str = "") -> str:
     return f"{ticks}{language}\n{body}\n{ticks}\n"
 
 
+def remedy_block(remedy: Remedy) -> str:
+    """A shell remedy as one line in an `sh` block, Python code in a `python` block."""
+    if remedy.kind == PYTHON:
+        return fence(remedy.command, "python")
+    return fence(escape_control(remedy.command, multiline=False), "sh")
+
+
 def finding_section(finding: Finding) -> str:
     lines = [f"### {BADGES[finding.severity]} `{finding.id}`: {escape_control(finding.title, multiline=False)}", ""]
     if finding.explanation:
@@ -37,7 +44,7 @@ def finding_section(finding: Finding) -> str:
     for remedy in finding.remedies:
         lines.append(f"- {remedy.summary}")
         if remedy.command:
-            lines += ["  " + line for line in fence(remedy.command, "sh").splitlines()]
+            lines += ["  " + line for line in remedy_block(remedy).splitlines()]
     if finding.references:
         lines += ["", "References: " + ", ".join(f"<{r}>" for r in finding.references)]
     return "\n".join(lines).rstrip() + "\n"

@@ -12,11 +12,11 @@ import json
 from rich.console import Console
 from rich.text import Text
 
-from envdoctor.model import CheckStatus, Finding, Report, Severity
+from envdoctor.model import PYTHON, CheckStatus, Finding, Remedy, Report, Severity
 from envdoctor.probe import table as probe_table
 from envdoctor.probe.result import StageStatus
 from envdoctor.render import domain_title, grouped, headline, summary_line, unchecked_reason
-from envdoctor.render.escape import escaped
+from envdoctor.render.escape import escape_control, escaped
 
 GLYPHS = {
     Severity.OK: ("✓", "green"),
@@ -60,6 +60,20 @@ def domain_line(domain: str, findings: list, runs: list, unchecked: str) -> Text
     return line
 
 
+def unwrapped(console: Console, text: Text, indent: int) -> None:
+    """Print `text` on one line however wide: a command folded at the console's width pastes as two."""
+    console.print(Text(" " * indent) + text, no_wrap=True, overflow="ignore", crop=False)
+
+
+def command_lines(console: Console, remedy: Remedy) -> None:
+    """A shell remedy as one `$` line to paste; Python code as code for the user's program, with no prompt."""
+    if remedy.kind == PYTHON:
+        for line in remedy.command.splitlines():
+            unwrapped(console, Text(line, style="cyan"), 10)
+    else:
+        unwrapped(console, Text(f"$ {escape_control(remedy.command, multiline=False)}", style="bold cyan"), 8)
+
+
 def finding_block(console: Console, finding: Finding, verbose: bool) -> None:
     title = Text.assemble(glyph(finding.severity), " ", (finding.title, "bold"), (f"  ({finding.id})", "dim"))
     say(console, title, 4)
@@ -68,7 +82,7 @@ def finding_block(console: Console, finding: Finding, verbose: bool) -> None:
     for remedy in finding.remedies:
         say(console, Text.assemble(("→ ", "cyan"), remedy.summary), 6)
         if remedy.command:
-            say(console, Text(f"$ {remedy.command}", style="bold cyan"), 8)
+            command_lines(console, remedy)
     if verbose and finding.evidence:
         say(console, Text(f"evidence: {json.dumps(finding.evidence, default=str)}", style="dim"), 6)
 
