@@ -59,7 +59,7 @@ def test_report_names_never_collide(envdoctor, tmp_path):
 def test_markdown_is_ready_for_a_github_issue(envdoctor, tmp_path):
     run = envdoctor("check", "--no-save", "--no-probe", "--markdown", "-")
     assert run.stdout.startswith("## envdoctor report\n")
-    assert "<details><summary>Facts</summary>" in run.stdout
+    assert "### Key facts" in run.stdout and "Full facts in the attached JSON report" in run.stdout
     assert "[✓]" not in run.stdout  # the terminal view does not mix into stdout
 
 

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from envdoctor.model import CheckRun, CheckStatus, Finding, Remedy, Report, Severity
+from envdoctor.model import PYTHON, CheckRun, CheckStatus, Finding, Remedy, Report, Severity
 from envdoctor.render import json as json_renderer
 from envdoctor.render import markdown, terminal
 
@@ -19,7 +19,12 @@ REPORT = Report(
         "system": {"distro": {"PRETTY_NAME": "Ubuntu 22.04.4 LTS"}, "kernel_release": "5.15.153.1-microsoft-standard-WSL2", "glibc": "2.35"},
         "cpu": {"model": "Intel(R) Core(TM) i7-8700", "usable_cpus": 12, "logical_cores": 12},
         "memory": {"ram_total_bytes": 16 * 2**30, "swap_total_bytes": 4 * 2**30, "shm_total_bytes": 8 * 2**30},
-        "target": {"python": {"version": "3.10.12", "executable": "~/venv/bin/python"}, "torch_build": {"version": "2.3.1+cu121"}},
+        "target": {
+            "python": {"version": "3.10.12", "executable": "~/venv/bin/python"},
+            "torch_build": {"version": "2.3.1+cu121", "cuda": "12.1"},
+            "distributions": [{"name": n, "version": v} for n, v in (("torch", "2.3.1+cu121"), ("nvidia-cudnn-cu12", "8.9.2.26"), ("nvidia-cuda-nvrtc-cu11", "11.8.89"), ("numpy", "1.26.4"), ("stable_baselines3", "2.3.2"), ("Gymnasium", "0.29.1"))],
+        },
+        "gpu": {"driver": {"version": "552.22", "cuda": "12.4"}, "gpus": [{"name": "NVIDIA GeForce RTX 3060", "compute_capability": "8.6", "memory_total_bytes": 12 * 2**30}]},
     },
     findings=(
         Finding(
@@ -31,7 +36,10 @@ REPORT = Report(
             remedies=(Remedy("Find the package:", "dpkg -S /usr/lib/x86_64-linux-gnu/libcuda.so.1"), Remedy("Then remove it.")),
             references=("https://docs.nvidia.com/cuda/wsl-user-guide/index.html",),
         ),
-        Finding(id="wsl.kernel", severity=Severity.INFO, title="Running under WSL2", explanation="Windows driver only."),
+        Finding(id="wsl.kernel", severity=Severity.INFO, title="Running under WSL2", explanation="Windows driver only.",
+                remedies=(Remedy("If CUDA runs out of memory with pinned buffers, disable pinning:", "DataLoader(..., pin_memory=False)", PYTHON),)),
+        Finding(id="wheels.mixed-cuda-families", severity=Severity.WARNING, title="NVIDIA wheels of two CUDA families",
+                remedies=(Remedy("Uninstall the wheels torch does not use:", "'/home/me/a venv/bin/python' -m pip uninstall -y nvidia-cuda-nvrtc-cu11 nvidia-cudnn-cu11 nvidia-cublas-cu11"),)),
         Finding(id="threads.kmp-duplicate-lib-ok", severity=Severity.WARNING, title="KMP_DUPLICATE_LIB_OK | is set",
                 remedies=(Remedy("Unset it:", "unset KMP_DUPLICATE_LIB_OK"),)),
     ),
@@ -73,3 +81,42 @@ def test_json_round_trip_is_lossless():
 
 def test_severity_ordering():
     assert Severity.OK < Severity.INFO < Severity.WARNING < Severity.ERROR
+
+
+REPO = Path(__file__).parent.parent
+RECORDED = sorted((REPO / "tests" / "data" / "reports").glob("*.json")) + sorted((REPO / "reports" / "samples").glob("*.json"))
+
+
+def recorded(path: Path) -> Report:
+    return Report.from_json(json.loads(path.read_text(encoding="utf-8")))
+
+
+def crowded_report(distributions: int = 2000, findings: int = 60) -> Report:
+    """An environment with thousands of distributions (NVIDIA wheels among them) and many long findings."""
+    names = [f"nvidia-lib{i}-cu12" if i % 2 else f"package-{i}" for i in range(distributions)]
+    facts = {**REPORT.facts, "target": {**REPORT.facts["target"], "distributions": [{"name": n, "version": "1.0"} for n in names]}}
+    long = Finding(id="imports.failed", severity=Severity.ERROR, title="An import failed " * 20, explanation="Traceback line\n" * 200,
+                   remedies=(Remedy("Reinstall:", "python -m pip install --force-reinstall " + " ".join(names[:100])),))
+    return Report(tool_version="0.1.0", created=REPORT.created, target_python="python", facts=facts, findings=(long,) * findings)
+
+
+@pytest.mark.parametrize("report", [pytest.param(lambda p=p: recorded(p), id=p.name) for p in RECORDED] + [pytest.param(crowded_report, id="2000-distributions")])
+def test_the_ticket_fits_a_github_issue(report):
+    text = markdown.render(report())
+    assert len(text) <= markdown.TICKET_LIMIT
+    assert "Full facts in the attached JSON report" in text
+
+
+def test_the_h100_ticket_keeps_the_facts_that_matter():
+    text = markdown.render(recorded(REPO / "reports" / "samples" / "h100-cu130.json"))
+    for fact in ("torch 2.11.0", "triton 3.6.0", "nvidia-cudnn-cu13 9.19.0.56", "numpy 2.5.2", "stable-baselines3 2.9.2",
+                 "sb3-contrib 2.9.2", "gymnasium 1.4.0", "580.159.04", "NVIDIA H100 80GB HBM3", "### Probe ladder", "cuda.library-shadowing"):
+        assert fact in text
+    assert '"distributions"' not in text
+
+
+def test_a_crowded_ticket_lists_every_finding_and_says_where_the_rest_is():
+    text = markdown.render(crowded_report())
+    assert text.count("| ❌ error | `imports.failed` |") == 60
+    assert "more findings are in the attached JSON report" in text
+    assert "… and 960 more" in text
