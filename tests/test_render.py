@@ -1,10 +1,14 @@
-"""Renderers compared as whole outputs against reviewed golden files, and the model's JSON round trip."""
+"""Renderers compared as whole outputs against reviewed golden files, the model's JSON round trip, tickets
+that fit a GitHub issue, and crash views that name the frame at fault."""
 
 import json
 from pathlib import Path
 
 import pytest
 
+from envdoctor import engine
+from envdoctor.capture import stacks, verdict
+from envdoctor.capture.render import frame_lines
 from envdoctor.model import PYTHON, CheckRun, CheckStatus, Finding, Remedy, Report, Severity
 from envdoctor.render import json as json_renderer
 from envdoctor.render import markdown, terminal
@@ -120,3 +124,54 @@ def test_a_crowded_ticket_lists_every_finding_and_says_where_the_rest_is():
     assert text.count("| ❌ error | `imports.failed` |") == 60
     assert "more findings are in the attached JSON report" in text
     assert "… and 960 more" in text
+
+
+# The frame at fault: the default view of a crash names the package that crashed, not the standard library.
+SEGFAULT_IN_A_PACKAGE = [
+    {"file": "/usr/lib/python3.12/ctypes/__init__.py", "line": 519, "function": "string_at"},
+    {"file": "/home/me/venv/lib/python3.12/site-packages/badpkg/__init__.py", "line": 2, "function": "<module>"},
+    {"file": "<frozen importlib._bootstrap>", "line": 488, "function": "_call_with_frames_removed"},
+    {"file": "<string>", "line": 120, "function": "stage_import_torch"},
+]
+WAITING_WORKER = [
+    {"file": "/usr/lib/python3.12/threading.py", "line": 1139, "function": "wait"},
+    {"file": "/srv/app/loader.py", "line": 40, "function": "next_batch"},
+    {"file": "/usr/lib/python3.12/threading.py", "line": 1030, "function": "_bootstrap"},
+]
+
+
+@pytest.mark.parametrize("frames, stdlib, expected", [
+    (SEGFAULT_IN_A_PACKAGE, (), "<module> (badpkg/__init__.py:2)"),
+    (WAITING_WORKER, (), "next_batch (loader.py:40)"),
+    ([{"file": "/home/me/code/lib/python3.12/mine.py", "line": 3, "function": "f"}], ("/usr/lib/python3.12",), "f (mine.py:3)"),
+    ([{"file": "/usr/lib/python3.12/ctypes/__init__.py", "line": 519, "function": "string_at"}], (), "string_at (ctypes/__init__.py:519)"),
+])
+def test_the_frame_at_fault_is_outside_the_standard_library(frames, stdlib, expected):
+    assert stacks.frame_text(stacks.frame_at_fault(frames, stdlib, own=("<string>",))) == expected
+
+
+def test_a_crashed_run_names_the_package_first():
+    run = {"command": ["python", "-c", "import badpkg"], "under_gdb": False, "duration_s": 1.0, "native_stacks": None,
+           "ending": {"kind": "signal", "exit_status": 139, "signal_name": "SIGSEGV", "signal_meaning": "segmentation fault"},
+           "python_stacks": {"threads": [{"current": True, "kind": "main", "entry": None, "frames": SEGFAULT_IN_A_PACKAGE}]}}
+    title = verdict.crashed(run).title
+    assert ", at <module> (badpkg/__init__.py:2) inside string_at (ctypes/__init__.py:519)" in title
+
+
+def test_the_crash_stack_marks_the_frame_at_fault_however_deep():
+    frames = [{"file": "/usr/lib/python3.12/json/decoder.py", "line": n, "function": "decode"} for n in range(10)] + WAITING_WORKER[1:]
+    lines = frame_lines({"frames": frames}, limit=2)
+    assert lines[-2] == "next_batch  loader.py:40  ← first frame outside the standard library" and lines[-1] == "…"
+
+
+def test_the_probe_crash_finding_names_the_package_that_crashed():
+    report = recorded(REPO / "reports" / "samples" / "h100-cu130.json").to_json()
+    stage = report["probe"]["stages"][2]
+    stage.update(status="crashed", crash={"signal": "SIGSEGV", "returncode": -11, "frames": SEGFAULT_IN_A_PACKAGE})
+    report["probe"].update(ending="signal", signal="SIGSEGV", returncode=-11, stages=report["probe"]["stages"][:3])
+    rejudged = engine.rejudge(Report.from_json(report), engine.Selection(only=("probe",)))
+    (crash,) = [f for f in rejudged.findings if f.id == "probe.crash"]
+    assert "It died in <module> (badpkg/__init__.py:2)." in crash.explanation
+    shown = " ".join(terminal.render(rejudged).split())
+    assert "It died in <module> (badpkg/__init__.py:2)." in shown
+    assert "at <module> (badpkg/__init__.py:2) inside string_at (ctypes/__init__.py:519)" in shown

@@ -55,8 +55,13 @@ def one_line(run: dict) -> str:
 
 
 def frame_lines(thread: dict, limit: int = STACK_LINES) -> List[str]:
-    lines = [f"{f['function']}  {stacks.short(f['file'])}:{f['line']}" for f in thread["frames"][:limit]]
-    if len(thread["frames"]) > limit or thread.get("truncated"):
+    """The innermost frames, down to the frame at fault however deep it is, marked where the standard
+    library's frames above it hide it."""
+    frames = thread["frames"]
+    fault = stacks.frame_at_fault(frames)
+    shown = frames[: max(limit, frames.index(fault) + 1 if fault else 0)]
+    lines = [f"{f['function']}  {stacks.short(f['file'])}:{f['line']}" + ("  ← first frame outside the standard library" if f is fault and f is not frames[0] else "") for f in shown]
+    if len(frames) > len(shown) or thread.get("truncated"):
         lines.append("…")
     return lines
 

@@ -7,13 +7,16 @@ frame of the user's own code above threading's bootstrap (e.g. `capture_frames`,
 
 from __future__ import annotations
 
+import os
 import re
-from typing import List, Optional
+from typing import Iterable, List, Optional
 
 from envdoctor.probe import tracebacks
 
 # The standard library (not site-packages): frames there are plumbing, not what a thread is "for".
-STDLIB = re.compile(r"([/\\]python3?\.?\d*[/\\](?!site-packages|dist-packages)|^<frozen )")
+STDLIB = re.compile(r"([/\\][Ll]ib[/\\]python\d+(\.\d+)?t?[/\\](?!(site|dist)-packages[/\\])|^<frozen )")
+PACKAGES = re.compile(r"[/\\](site|dist)-packages[/\\]")
+ENVDOCTOR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def parse(text: str) -> Optional[dict]:
@@ -39,6 +42,36 @@ def describe(frames: List[dict]) -> dict:
     if outermost["function"] == "<module>" or (own and own[0]["function"] == "<module>"):
         return {"kind": "main", "entry": (own or [outermost])[0]}
     return {"kind": "other", "entry": (own or [outermost])[0]}
+
+
+def under(path: str, root: str) -> bool:
+    root = root.rstrip("/\\")
+    return bool(root) and (path == root or path.startswith(root + os.sep) or path.startswith(root + "/"))
+
+
+def is_plumbing(path: str, stdlib: Iterable[str] = (), own: Iterable[str] = ()) -> bool:
+    """A frame of the standard library (under the crashed interpreter's `stdlib` folders where they were
+    recorded, else any `lib/pythonX.Y/` outside site-packages) or of envdoctor itself (its package, or
+    the `own` names its scripts run as): where a crash surfaced, not what caused it."""
+    return in_stdlib(path, [r for r in stdlib if r]) or path.startswith("<frozen ") or under(path, ENVDOCTOR) or path in own
+
+
+def in_stdlib(path: str, roots: List[str]) -> bool:
+    if not roots:
+        return bool(STDLIB.search(path))
+    return any(under(path, r) for r in roots) and not PACKAGES.search(path)
+
+
+def frame_at_fault(frames: List[dict], stdlib: Iterable[str] = (), own: Iterable[str] = ()) -> Optional[dict]:
+    """The innermost frame outside the standard library and envdoctor (the package's `__init__.py:2`, not
+    `ctypes/__init__.py:519 in string_at`); the innermost frame when every one is plumbing."""
+    stdlib, own = list(stdlib), list(own)
+    return next((f for f in frames if not is_plumbing(f["file"], stdlib, own)), frames[0] if frames else None)
+
+
+def frame_text(frame: dict) -> str:
+    """e.g. "<module> (torch/__init__.py:2)"."""
+    return f"{frame.get('function', '?')} ({short(frame['file'])}:{frame.get('line', '?')})"
 
 
 def crashed_thread(stacks: Optional[dict]) -> Optional[dict]:

@@ -88,14 +88,15 @@ def interrupted(run: dict) -> Finding:
 
 
 def where(run: dict) -> str:
-    """e.g. " in the worker thread running capture_frames (grab.py:14), at string_at (ctypes/__init__.py:519)"."""
+    """e.g. " in the worker thread running capture_frames (grab.py:14), at grab (camera/__init__.py:2) inside
+    string_at (ctypes/__init__.py:519)": the frame at fault first, then where it surfaced."""
     thread = stacks.crashed_thread(run.get("python_stacks"))
     if not thread:
         return ""
     text = f" in the {stacks.thread_label(thread)}"
     if thread["frames"]:
-        top = thread["frames"][0]
-        text += f", at {top['function']} ({stacks.short(top['file'])}:{top['line']})"
+        top, fault = thread["frames"][0], stacks.frame_at_fault(thread["frames"])
+        text += f", at {stacks.frame_text(fault)}" + ("" if fault is top else f" inside {stacks.frame_text(top)}")
     native = native_top(thread, run)
     if native:
         text += f"; native frame: {native}"

@@ -11,6 +11,7 @@ from __future__ import annotations
 import shlex
 from typing import Any, Iterable, Mapping, Optional
 
+from envdoctor.capture import stacks
 from envdoctor.checks import check
 from envdoctor.checks.imports import location_of, shadow_remedies, shadowing_path
 from envdoctor.model import Finding, Remedy, Severity
@@ -43,6 +44,17 @@ def frames_text(frames) -> list:
     return [f"{f.get('file')}:{f.get('line')} in {f.get('function')}" for f in frames or ()]
 
 
+def fault_sentence(facts: Mapping[str, Any], frames) -> str:
+    """Where the crashed stage died, named by its first frame outside the standard library and the
+    ladder (`<string>`, run with -c): the package that crashed, not `ctypes` or `importlib`."""
+    frames = [f for f in frames or () if isinstance(f, Mapping) and isinstance(f.get("file"), str)]
+    if not frames:
+        return ""
+    python = facts.get("target", {}).get("python", {}) if isinstance(facts.get("target"), Mapping) else {}
+    fault = stacks.frame_at_fault(frames, python.get("stdlib_paths") or (), own=("<string>",))
+    return f"It died in {stacks.frame_text(fault)}."
+
+
 def bisect_pointer(probe: ProbeResult) -> tuple:
     if probe.bisection and probe.bisection.passing:
         return (Remedy("Apply the setting that bisection found (see probe.bisected)."),)
@@ -65,7 +77,7 @@ def crash(facts: Mapping[str, Any]) -> Iterable[Finding]:
         id="probe.crash",
         severity=Severity.ERROR,
         title=f"The probe {how} in stage '{fatal.title}'",
-        explanation=" ".join(filter(None, [f"{signal or 'The exit'} here means {meaning}.", STAGE_HINTS.get(fatal.id, "")])),
+        explanation=" ".join(filter(None, [f"{signal or 'The exit'} here means {meaning}.", fault_sentence(facts, record.get("frames")), STAGE_HINTS.get(fatal.id, "")])),
         evidence={
             "stage": fatal.id,
             "signal": signal,

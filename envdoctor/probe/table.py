@@ -4,14 +4,16 @@ from __future__ import annotations
 
 from typing import List, Mapping, Optional, Tuple
 
+from envdoctor.capture import stacks
 from envdoctor.probe.result import Ending, ProbeResult, StageResult, StageStatus
 
 
 def note(stage: StageResult) -> str:
     """The one line that says why a stage did not simply pass."""
     if stage.crash:
-        frames = stage.crash.get("frames") or []
-        where = f"; innermost: {frames[0]['file']}:{frames[0]['line']} in {frames[0]['function']}" if frames else ""
+        frames = [f for f in stage.crash.get("frames") or () if isinstance(f, Mapping) and isinstance(f.get("file"), str)]
+        fault = stacks.frame_at_fault(frames, own=("<string>",))
+        where = f"; at {stacks.frame_text(fault)}" + ("" if fault is frames[0] else f" inside {stacks.frame_text(frames[0])}") if fault else ""
         return f"{stage.reason}{where}"
     if stage.error:
         message = (stage.error.get("message") or "").strip().splitlines()

@@ -189,6 +189,7 @@ def interpreter_facts():
         "gil_disabled": bool(sysconfig.get_config_var("Py_GIL_DISABLED")),
         "user_site": site.getusersitepackages() if site.ENABLE_USER_SITE else None,
         "sys_path": [p for p in sys.path if p],
+        "stdlib_paths": sorted({sysconfig.get_paths()[key] for key in ("stdlib", "platstdlib")}),
     }
 
 
