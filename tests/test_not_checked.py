@@ -131,7 +131,7 @@ def test_an_interpreter_without_any_ml_stack_is_probably_the_wrong_one(venvs):
     python = venvs.get("bare-no-stack")
     run = run_envdoctor("check", "--python", str(python), "--no-probe", "--no-save", "--only", "doctor", "--json", "-")
     found = [f for f in run.json()["findings"] if f["id"] == "doctor.no-ml-stack"]
-    assert run.returncode == 1 and len(found) == 1, run
+    assert run.returncode == 0 and len(found) == 1 and found[0]["severity"] == "warning", run  # below --fail-on error
     assert str(python) in found[0]["title"] and "--python" in found[0]["remedies"][0]["command"]
 
 

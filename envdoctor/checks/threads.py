@@ -52,14 +52,16 @@ def measured_threads(facts: Mapping[str, Any]) -> Dict[str, int]:
     stage = ProbeResult.from_json(probe).stage("thread_pools") if probe else None
     if stage is None or stage.status is not StageStatus.PASSED:
         return {}
-    details = stage.details
+    details = stage.details if isinstance(stage.details, Mapping) else {}
     measured = {"torch": details.get("torch_num_threads")}
     info = str(details.get("parallel_info") or "")
     for name, pattern in PARALLEL_INFO_COUNTS.items():
         match = pattern.search(info)
         measured[name] = int(match.group(1)) if match else None
-    for library in details.get("libraries") or ():
-        measured.setdefault(str(library.get("prefix") or library.get("internal_api")), library.get("num_threads"))
+    libraries = details.get("libraries")
+    for library in libraries if isinstance(libraries, list) else ():
+        if isinstance(library, Mapping):
+            measured.setdefault(str(library.get("prefix") or library.get("internal_api")), library.get("num_threads"))
     return {name: count for name, count in measured.items() if isinstance(count, int)}
 
 
