@@ -13,6 +13,7 @@ from packaging.version import Version
 
 from envdoctor.checks import check
 from envdoctor.checks.facts import installed_version
+from envdoctor.checks.wheels import installer_command
 from envdoctor.model import Finding, Remedy, Severity
 
 # /proc/cpuinfo spells SSE3 "pni" and LAHF/SAHF "lahf_lm".
@@ -30,7 +31,7 @@ def missing(cpu: Mapping[str, Any], wanted) -> list:
     return [flag for flag in wanted if flag not in flags]
 
 
-def numpy_baseline_finding(cpu, numpy_version, lacking) -> Finding:
+def numpy_baseline_finding(facts: Mapping[str, Any], cpu, numpy_version, lacking) -> Finding:
     return Finding(
         id="cpu.missing-instructions",
         severity=Severity.ERROR,
@@ -42,7 +43,7 @@ def numpy_baseline_finding(cpu, numpy_version, lacking) -> Finding:
         ),
         evidence={"cpu_model": cpu.get("model"), "missing_flags": lacking, "numpy": str(numpy_version)},
         remedies=(
-            Remedy("Install a NumPy built for older CPUs:", "python -m pip install 'numpy<2.4'"),
+            Remedy("Install a NumPy built for older CPUs:", installer_command(facts, "install", ["numpy<2.4"])),
             Remedy("or give the virtual machine the host's CPU model (e.g. `-cpu host` or x86-64-v2 or newer)."),
         ),
         references=("https://numpy.org/doc/stable/release/2.4.0-notes.html",),
@@ -80,7 +81,7 @@ def missing_instructions(facts: Mapping[str, Any]) -> Iterable[Finding]:
     numpy_version = installed_version(facts, "numpy")
     lacking_v2 = missing(cpu, X86_64_V2)
     if numpy_version and numpy_version >= NUMPY_V2_BASELINE and lacking_v2:
-        yield numpy_baseline_finding(cpu, numpy_version, lacking_v2)
+        yield numpy_baseline_finding(facts, cpu, numpy_version, lacking_v2)
     if installed_version(facts, "torch"):
         if "avx" not in cpu["flags"]:
             yield torch_avx_finding(cpu, ["avx", *missing(cpu, TORCH_AVX2)], Severity.ERROR)

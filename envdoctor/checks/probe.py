@@ -14,6 +14,7 @@ from typing import Any, Iterable, Mapping, Optional
 from envdoctor.capture import stacks
 from envdoctor.checks import check
 from envdoctor.checks.imports import location_of, shadow_remedies, shadowing_path
+from envdoctor.checks.wheels import installer_command, target_python
 from envdoctor.model import Finding, Remedy, Severity
 from envdoctor.probe.bisection import BY_NAME
 from envdoctor.probe.result import Ending, ProbeResult, StageResult, StageStatus
@@ -234,8 +235,8 @@ def circular_finding(facts: Mapping[str, Any], stage: StageResult, circular: Map
         ),
         evidence={**error_evidence(stage), "module": circular["module"], "distribution": distribution, "cycle": circular.get("cycle")},
         remedies=(
-            Remedy(f"Check which file `import {package}` runs (this does not run it):", f"python -c {shlex.quote(finds)}"),
-            Remedy(f"Reinstall {distribution.get('distribution') or package} at a release without the cycle:", f"python -m pip install --force-reinstall {distribution.get('distribution') or package}"),
+            Remedy(f"Check which file `import {package}` runs (this does not run it):", shlex.join([target_python(facts), "-c", finds])),
+            Remedy(f"Reinstall {distribution.get('distribution') or package} at a release without the cycle:", installer_command(facts, "install", ["--force-reinstall", distribution.get("distribution") or package])),
         ),
     )
 

@@ -6,11 +6,11 @@ DLR-RM/stable-baselines3#2115 (segfault when training continues on another machi
 
 from __future__ import annotations
 
-import shlex
 from pathlib import PurePath
 from typing import Any, Iterable, List, Mapping
 
 from envdoctor.checks import check
+from envdoctor.checks.wheels import installer_command
 from envdoctor.model import PYTHON, Finding, Remedy, Severity
 from envdoctor.sb3 import advice, verdicts
 from envdoctor.sb3.schedules import SCHEDULE_KEYS
@@ -154,7 +154,7 @@ def missing_module(facts: Mapping[str, Any]) -> Iterable[Finding]:
         installable = [PIP_NAMES[t] for t in tops if t in PIP_NAMES]
         steps = list(remedies(model, keys))
         if installable:
-            steps.append(Remedy("Install what the file needs:", "pip install " + shlex.join(installable)))
+            steps.append(Remedy("Install what the file needs:", installer_command(facts, "install", installable)))
         others = [t for t in tops if t not in PIP_NAMES]
         if others:
             steps.append(Remedy(f"Make {', '.join(others)} importable (the code that defined the pickled objects must be on PYTHONPATH)."))
