@@ -251,11 +251,14 @@ def test_the_marker_finds_descendants_that_left_the_session(pid_file):
         child.wait()
 
 
+# The fake answers envdoctor's interpreter question as a CPython, so it is diagnosed, not refused.
+CPYTHON_ANSWER = """case "$2" in *python_implementation*) echo '["CPython", [3, 11, 0]]'; exit 0;; esac"""
+
+
 def test_check_with_a_fake_interpreter_leaving_a_setsid_grandchild_finishes_and_leaves_nothing(tmp_path, pid_file):
     """Every child of `check` (the interpreter question, facts script, probe, bisection) runs the fake;
-    each leaves a grandchild. It answers the question as a CPython, so it is diagnosed, not refused."""
-    answer = """case "$2" in *python_implementation*) echo '["CPython", [3, 11, 0]]'; exit 0;; esac"""
-    python = fake_python(tmp_path, pid_file, f"{answer}\nexit 1")
+    each leaves a grandchild."""
+    python = fake_python(tmp_path, pid_file, f"{CPYTHON_ANSWER}\nexit 1")
     started = time.monotonic()
     result = run_envdoctor("check", "--python", str(python), "--no-save", "--probe-timeout", "5", cwd=tmp_path, timeout=120)
     assert time.monotonic() - started < 60, result
@@ -265,7 +268,7 @@ def test_check_with_a_fake_interpreter_leaving_a_setsid_grandchild_finishes_and_
 
 
 def test_killing_check_with_sigkill_ends_its_children(tmp_path, pid_file):
-    python = fake_python(tmp_path, pid_file, "exec sleep 1000")
+    python = fake_python(tmp_path, pid_file, f"{CPYTHON_ANSWER}\nexec sleep 1000")
     doctor = subprocess.Popen([PY, "-m", "envdoctor", "check", "--python", str(python), "--no-save"], cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         fakes = pids_in(fakes_of(pid_file), 2)
