@@ -49,7 +49,7 @@ def test_same_numpy_major_is_fine(tmp_path):
 def test_missing_numpy_altogether_is_a_missing_module(tmp_path):
     facts = facts_for(numpy_model(tmp_path), {"numpy": None}, {"numpy._core.numeric": False, "numpy": False})
     [finding] = checks.missing_module(facts)
-    assert "pip install numpy" in [r.command for r in finding.remedies]
+    assert any(r.command and r.command.endswith("-m pip install numpy") for r in finding.remedies)  # the target's own pip
 
 
 def test_version_drift_names_what_differs(tmp_path):
