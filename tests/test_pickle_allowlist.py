@@ -354,3 +354,12 @@ def test_a_module_in_a_closure_cell_is_judged_by_how_the_code_uses_it():
 
     assert judged(cloudpickle.dumps(make("cos")))["verdict"] == "code"
     assert judged(cloudpickle.dumps(make("load")))["verdict"] == "dangerous"
+
+
+def test_a_dangerous_entry_is_never_met_with_advice_to_load_it(tmp_path):
+    from conftest import run_envdoctor
+
+    path = model_with(tmp_path, {"ep_info_buffer": ISSUE_GADGETS["pydoc.locate"]("true")})
+    [finding] = run_envdoctor("inspect", str(path), "--json", "-").json()["findings"]
+    advice = " ".join(r["summary"] for r in finding["remedies"])
+    assert "real classes" not in advice and "do not load" in advice and "'ep_info_buffer': None" in advice

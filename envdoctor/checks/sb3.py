@@ -42,7 +42,7 @@ def remedies(model: Mapping[str, Any], keys: Iterable[str]) -> tuple:
         steps.append(Remedy("Load it with plain numbers instead of the pickled schedules (SB3 then never decodes them):", advice.load_call(model), PYTHON))
     if advice.can_sanitize(model) and keys <= set(SCHEDULE_KEYS):
         steps.append(Remedy("Or write a copy whose schedules are plain numbers; it loads anywhere with a plain .load():", advice.sanitize_command(model)))
-    blockers = [e["key"] for e in advice.sanitize_blockers(model)]
+    blockers = [e["key"] for e in advice.sanitize_blockers(model) if e["verdict"] != "dangerous"]
     if blockers:
         steps.append(Remedy(
             f"{', '.join(blockers)} cannot be replaced by numbers: load with custom_objects giving your real classes "
@@ -67,8 +67,20 @@ def dangerous_pickle(facts: Mapping[str, Any]) -> Iterable[Finding]:
                 "judge counts as dangerous too. envdoctor only read the bytes; nothing was executed."
             ),
             evidence={"model": model["path"], "entries": {e["key"]: e["reasons"] for e in bad}},
-            remedies=remedies(model, [e["key"] for e in bad]) or (Remedy("Ask the author for a clean file; never load this one."),),
+            remedies=remedies(model, [e["key"] for e in bad]) or dangerous_remedies([e["key"] for e in bad]),
         )
+
+
+def dangerous_remedies(keys: List[str]) -> tuple:
+    """Never a plain load: SB3 skips decoding only the keys given in custom_objects."""
+    placeholders = ", ".join(f"{key!r}: None" for key in keys)
+    return (
+        Remedy("Ask the author for a clean file; do not load this one as it is."),
+        Remedy(
+            "If you must load it, give every dangerous entry in custom_objects so SB3 never decodes it "
+            f"(custom_objects={{{placeholders}}}), and only where nothing of value can be reached."
+        ),
+    )
 
 
 @check("sb3.unsafe-member", "A model zip with members SB3 never writes (../ paths, links, special files)", requires=("models",))
