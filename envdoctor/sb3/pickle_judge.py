@@ -3,20 +3,20 @@
 A global is judged by where it stands. As the callee of REDUCE/NEWOBJ/OBJ/INST it must be a loader or a
 listed value (a class SB3's stack defines); anywhere else it must be a listed value, or a plain reference to
 the user's own code in an entry that holds no code. Loader results that hand out powers are confined:
-`subimport` modules may only be values of a globals dict (where code reaches them through checked
-attribute paths), `_builtin_type` may not hand `CodeType`/`FunctionType` to code, and BUILD may only set
-the state of an object the pickle itself created. Every code object is judged by code_judge. Linear in
-the size of the trace: each node is visited once.
+`subimport` modules may only be values of a globals dict or of a closure cell that judged code reads
+(code reaches them through checked attribute paths), `_builtin_type` may not hand `CodeType`/`FunctionType`
+to code, fillers fill only what the pickle made, and BUILD may only set the state of an object the pickle
+itself created. The bytes a tensor's storage hands to torch.load are a second pickle, judged too. Every
+code object is judged by code_judge. Linear in the size of the trace: each node is visited once.
 """
 
 from __future__ import annotations
 
 from typing import Any, Dict, Iterable, List, Set, Tuple
 
-from envdoctor.sb3 import code_judge
+from envdoctor.sb3 import code_judge, pickle_vm
 from envdoctor.sb3 import cloudpickle_reader as reader
 from envdoctor.sb3.allowlist import Allowlist, is_user_module
-from envdoctor.sb3 import pickle_vm
 from envdoctor.sb3.pickle_vm import Call, Dict_, Global, Set_, Trace, callee
 
 # Loader results that are modules, types, functions or classes: BUILD on them would rewrite shared state.
