@@ -141,7 +141,7 @@ def out_of_time(request, tmp_path_factory) -> tuple:
 def test_a_stage_past_its_limit_is_slow_when_it_kept_using_cpu_and_hung_only_when_not(out_of_time):
     behaviour, result, took = out_of_time
     (stage,) = [s for s in result["stages"] if s["id"] == "import_numpy"]
-    assert stage["status"] == "hung"
+    assert stage["status"] == ("slow" if behaviour == "spins" else "hung")
     assert stage["crash"]["still_working"] is (behaviour == "spins")
     if behaviour == "spins":
         assert stage["crash"]["cpu_s"] > 1.0

@@ -68,7 +68,7 @@ def crash(facts: Mapping[str, Any]) -> Iterable[Finding]:
     fatal = probe.fatal
     if fatal is None and probe.ending in (Ending.SIGNAL, Ending.EXIT):
         yield after_the_last_stage(probe)
-    if fatal is None or fatal.status is StageStatus.HUNG:
+    if fatal is None or fatal.status.out_of_time:
         return
     record = fatal.crash or {}
     signal = record.get("signal")
@@ -107,10 +107,10 @@ def after_the_last_stage(probe: ProbeResult) -> Finding:
 def hang(facts: Mapping[str, Any]) -> Iterable[Finding]:
     probe = probe_result(facts)
     fatal = probe.fatal
-    if fatal is None or fatal.status is not StageStatus.HUNG:
+    if fatal is None or not fatal.status.out_of_time:
         return
     record = fatal.crash or {}
-    slow = bool(record.get("still_working"))
+    slow = fatal.status is StageStatus.SLOW or bool(record.get("still_working"))
     hint = " " + STAGE_HINTS[fatal.id] if fatal.id in STAGE_HINTS else ""
     not_bisected = "" if probe.bisection else " It was not bisected: every re-run would wait out the same limit."
     yield Finding(

@@ -143,7 +143,7 @@ def notify(options: ProbeOptions, event: str, **fields) -> None:
 def worth_bisecting(failed: StageResult) -> bool:
     """A crash is bisected; a stage that ran out of time is not: each variation would wait out the same
     limit (minutes) to tell nothing more than the stack the hang left and its CPU time already tell."""
-    return failed.status is not StageStatus.HUNG
+    return not failed.status.out_of_time
 
 
 def bisect(result: ProbeResult, environ: Mapping[str, str], options: ProbeOptions) -> ProbeResult:

@@ -89,6 +89,7 @@ def dying_stage(stage: str, begin: Mapping, child: ChildResult, dump: Optional[d
     if status is StageStatus.HUNG:
         record.update(stage_activity(begin, activity))
         reason = out_of_time(begin, reason, record)
+        status = StageStatus.SLOW if record["still_working"] else status
     duration = max(child.duration_s - begin.get("at_s", 0.0), 0.0)
     return StageResult(stage, ladder.title(stage), status, duration_s=duration, reason=reason, crash=record)
 

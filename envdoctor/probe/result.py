@@ -12,19 +12,23 @@ from typing import Any, Mapping, Optional, Tuple
 
 
 class StageStatus(enum.Enum):
-    """How one stage ended. FAILED is a Python exception; CRASHED, HUNG and EXITED ended the process."""
+    """How one stage ended. FAILED is a Python exception; CRASHED, HUNG, SLOW and EXITED ended the process.
+
+    HUNG and SLOW both ran out of time: a HUNG stage used no CPU at the end, a SLOW one was still working.
+    """
 
     PASSED = "passed"
     SKIPPED = "skipped"
     FAILED = "failed"
     CRASHED = "crashed"
     HUNG = "hung"
+    SLOW = "slow"
     EXITED = "exited"
     NOT_RUN = "not_run"
 
     @property
     def is_failure(self) -> bool:
-        return self in (StageStatus.FAILED, StageStatus.CRASHED, StageStatus.HUNG, StageStatus.EXITED)
+        return self in (StageStatus.FAILED, StageStatus.CRASHED, StageStatus.HUNG, StageStatus.SLOW, StageStatus.EXITED)
 
     @property
     def label(self) -> str:
@@ -33,7 +37,11 @@ class StageStatus(enum.Enum):
 
     @property
     def killed_process(self) -> bool:
-        return self in (StageStatus.CRASHED, StageStatus.HUNG, StageStatus.EXITED)
+        return self in (StageStatus.CRASHED, StageStatus.HUNG, StageStatus.SLOW, StageStatus.EXITED)
+
+    @property
+    def out_of_time(self) -> bool:
+        return self in (StageStatus.HUNG, StageStatus.SLOW)
 
 
 class Ending(enum.Enum):

@@ -103,6 +103,7 @@ STAGE_GLYPHS = {
     StageStatus.FAILED: GLYPHS[Severity.ERROR],
     StageStatus.CRASHED: GLYPHS[Severity.ERROR],
     StageStatus.HUNG: GLYPHS[Severity.ERROR],
+    StageStatus.SLOW: GLYPHS[Severity.WARNING],
     StageStatus.EXITED: GLYPHS[Severity.ERROR],
 }
 
