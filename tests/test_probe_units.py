@@ -91,3 +91,26 @@ def test_an_exception_after_the_imports_is_a_stage_failure_with_the_dynamo_hint(
     found = judged(StageResult("maskable_ppo", "MaskablePPO construct", StageStatus.FAILED, 1.2, error=error))
     assert set(found) == {"probe.stage-failed"}
     assert "torch._dynamo" in found["probe.stage-failed"].explanation
+
+
+def test_a_terminal_sees_a_running_clock_on_a_long_stage_and_nothing_after_it_ends():
+    import time as clock
+
+    from envdoctor.probe.progress import ProgressPrinter
+
+    written = []
+    printer = ProgressPrinter(written.append, live=True, tick=0.02)
+    printer({"event": "begin", "stage": "import_torch"})
+    clock.sleep(0.2)
+    printer({"event": "end", "stage": "import_torch", "status": "passed", "duration_s": 1.5})
+    text = "".join(written)
+    assert text.count("\rprobe: import torch … 0 s") >= 2 and text.endswith("\x1b[Kpassed 1.50 s\n")
+    settled = len(written)
+    clock.sleep(0.1)
+    assert len(written) == settled  # the clock stopped with its stage
+
+    plain = []
+    printer = ProgressPrinter(plain.append)
+    printer({"event": "begin", "stage": "import_torch"})
+    printer({"event": "end", "stage": "import_torch", "status": "not_run", "duration_s": 0.0})
+    assert "".join(plain) == "probe: import torch … not run 0.00 s\n"  # a pipe or file gets plain lines

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 from pathlib import Path
 from typing import Iterable, Optional, Tuple
 
@@ -50,7 +52,8 @@ def selects_probe(selection: engine.Selection) -> bool:
 
 def probe_options(timeout: float) -> ProbeOptions:
     """The ladder with its progress on stderr, so a slow or hanging stage shows while it happens."""
-    return ProbeOptions(timeout_s=timeout, on_event=ProgressPrinter(lambda text: click.echo(text, err=True, nl=False)))
+    live = sys.stderr.isatty()  # the running clock rewrites its line: only where a terminal shows it
+    return ProbeOptions(timeout_s=timeout, on_event=ProgressPrinter(lambda text: click.echo(text, err=True, nl=False), live=live))
 
 
 def saved(report, report_dir: Optional[Path]) -> None:
