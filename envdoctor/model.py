@@ -51,7 +51,8 @@ class CheckStatus(enum.Enum):
 
 SHELL = "shell"
 PYTHON = "python"
-REMEDY_KINDS = (SHELL, PYTHON)
+POWERSHELL = "powershell"  # a command for Windows itself, as for WSL: not a line for the Linux shell
+REMEDY_KINDS = (SHELL, PYTHON, POWERSHELL)
 
 
 @dataclass(frozen=True)

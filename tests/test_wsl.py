@@ -45,8 +45,11 @@ def test_wsl1_is_an_error_for_cuda_work(envdoctor, tmp_path):
     (finding,) = found["wsl.kernel"]
     assert finding["severity"] == "error"
     assert "WSL1" in finding["title"]
-    assert any("wsl --set-version" in (r["command"] or "") for r in finding["remedies"])
+    assert any("wsl --set-version" in (r["command"] or "") and r["kind"] == "powershell" for r in finding["remedies"])
     assert run.returncode == 1
+    root = write_host_root(tmp_path / "again", WSL1)
+    shown = envdoctor("check", "--no-save", "--only", "wsl", env={"ENVDOCTOR_ROOT": str(root), "WSL_DISTRO_NAME": "Ubuntu"}, unset=WSL_VARIABLES).stdout
+    assert "PS> wsl --set-version" in shown and "$ wsl" not in shown  # a Windows command, not a line for bash
 
 
 @pytest.mark.parametrize("files", [WSL2, WSL2_EARLY], ids=["wsl2", "wsl2-early-kernel"])

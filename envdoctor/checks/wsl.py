@@ -11,7 +11,7 @@ import shlex
 from typing import Any, Iterable, Mapping, Optional
 
 from envdoctor.checks import check
-from envdoctor.model import PYTHON, Finding, Remedy, Severity
+from envdoctor.model import POWERSHELL, PYTHON, Finding, Remedy, Severity
 
 WSL_GUIDE = "https://docs.nvidia.com/cuda/wsl-user-guide/index.html"
 # Only a WSL kernel or a WSL filesystem makes a WSL verdict: the variables travel with copied
@@ -72,7 +72,7 @@ def wsl1_finding(system: Mapping[str, Any]) -> Finding:
         ),
         evidence={"kernel_release": system.get("kernel_release"), "markers": seen_markers(system)},
         remedies=(
-            Remedy("In Windows PowerShell, convert this distribution to WSL2:", "wsl --set-version <distro> 2"),
+            Remedy("In Windows PowerShell, convert this distribution to WSL2 (`wsl -l -v` lists their names):", "wsl --set-version <distro> 2", POWERSHELL),
             Remedy("Then install only the Windows NVIDIA driver; nothing driver-related inside Linux."),
         ),
         references=("https://learn.microsoft.com/windows/wsl/install", WSL_GUIDE),

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from typing import Dict, List, Mapping, Tuple
 
-from envdoctor.model import PYTHON, Finding, Remedy, Report, Severity
+from envdoctor.model import POWERSHELL, PYTHON, Finding, Remedy, Report, Severity
 from envdoctor.probe import table as probe_table
 from envdoctor.render import domain_title, headline, not_checked, part, size, summary_line
 from envdoctor.render.escape import escape_control, escaped
@@ -35,7 +35,7 @@ def remedy_block(remedy: Remedy) -> str:
     """A shell remedy as one line in an `sh` block, Python code in a `python` block."""
     if remedy.kind == PYTHON:
         return fence(remedy.command, "python")
-    return fence(escape_control(remedy.command, multiline=False), "sh")
+    return fence(escape_control(remedy.command, multiline=False), "powershell" if remedy.kind == POWERSHELL else "sh")
 
 
 def finding_section(finding: Finding) -> str:

@@ -12,7 +12,7 @@ import json
 from rich.console import Console
 from rich.text import Text
 
-from envdoctor.model import PYTHON, CheckStatus, Finding, Remedy, Report, Severity
+from envdoctor.model import POWERSHELL, PYTHON, CheckStatus, Finding, Remedy, Report, Severity
 from envdoctor.probe import table as probe_table
 from envdoctor.probe.result import StageStatus
 from envdoctor.render import domain_title, grouped, headline, summary_line, unchecked_reason
@@ -70,6 +70,8 @@ def command_lines(console: Console, remedy: Remedy) -> None:
     if remedy.kind == PYTHON:
         for line in remedy.command.splitlines():
             unwrapped(console, Text(line, style="cyan"), 10)
+    elif remedy.kind == POWERSHELL:
+        unwrapped(console, Text(f"PS> {escape_control(remedy.command, multiline=False)}", style="bold cyan"), 8)
     else:
         unwrapped(console, Text(f"$ {escape_control(remedy.command, multiline=False)}", style="bold cyan"), 8)
 
