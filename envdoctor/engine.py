@@ -21,7 +21,7 @@ from envdoctor.collect import CollectContext, gather, timed
 from envdoctor.collect.imports import ImportOptions
 from envdoctor.collect.imports import collect as collect_imports
 from envdoctor.errors import ReportReadError
-from envdoctor.files import read_regular
+from envdoctor.files import nested_deeper, read_regular
 from envdoctor.model import SCHEMA_VERSION, CheckRun, Finding, Remedy, Report, Severity
 from envdoctor.probe import ProbeOptions, run_probe
 from envdoctor.probe.result import ProbeResult
@@ -176,26 +176,13 @@ def parsed_json(path: Path):
         raise ReportReadError(f"{path} is nested deeper than any envdoctor report") from None
     except ValueError as error:
         raise ReportReadError(f"{path} is not JSON: {error}") from None
-    if nesting_depth(data) > REPORT_DEPTH_LIMIT:
+    if nested_deeper(data, REPORT_DEPTH_LIMIT):
         raise ReportReadError(f"{path} is nested deeper than {REPORT_DEPTH_LIMIT} levels, far beyond any envdoctor report")
     return data
 
 
 def bounded_read(path: Path) -> bytes:
     return read_regular(path, REPORT_SIZE_LIMIT, "an envdoctor report", ReportReadError)
-
-
-def nesting_depth(data) -> int:
-    """How deeply lists and objects nest in `data`, counted without recursion."""
-    deepest, pending = 0, [(data, 1)]
-    while pending:
-        value, depth = pending.pop()
-        if isinstance(value, dict):
-            value = list(value.values())
-        if isinstance(value, list):
-            deepest = max(deepest, depth)
-            pending.extend((item, depth + 1) for item in value)
-    return deepest
 
 
 def rejudge(report: Report, selection: Selection) -> Report:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import stat
 from pathlib import Path
-from typing import Type
+from typing import Any, Type
 
 from envdoctor.errors import EnvdoctorError
 
@@ -37,3 +37,17 @@ def read_regular(path: Path, limit: int, what: str, error: Type[EnvdoctorError],
     if len(raw) > limit:
         raise error(f"{path} is larger than {limit // 2 ** 20} MiB: far beyond {what}")
     return raw
+
+
+def nested_deeper(value: Any, limit: int) -> bool:
+    """Whether JSON `value` nests lists and objects more than `limit` levels (walked without recursion)."""
+    stack = [(value, 1)]
+    while stack:
+        node, depth = stack.pop()
+        children = node.values() if isinstance(node, dict) else node if isinstance(node, list) else None
+        if children is None:
+            continue
+        if depth > limit:
+            return True
+        stack.extend((child, depth + 1) for child in children if isinstance(child, (dict, list)))
+    return False

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, BinaryIO, Dict, List, Optional
 
 from envdoctor.errors import EnvdoctorError
+from envdoctor.files import nested_deeper
 
 DATA = "data"
 VERSION = "_stable_baselines3_version"
@@ -137,20 +138,6 @@ def indexed(infos: List[zipfile.ZipInfo], path: Path) -> Dict[str, zipfile.ZipIn
             )
         found[info.filename] = info
     return found
-
-
-def nested_deeper(value: Any, limit: int) -> bool:
-    """Whether JSON `value` nests lists and objects more than `limit` levels (walked without recursion)."""
-    stack = [(value, 1)]
-    while stack:
-        node, depth = stack.pop()
-        children = node.values() if isinstance(node, dict) else node if isinstance(node, list) else None
-        if children is None:
-            continue
-        if depth > limit:
-            return True
-        stack.extend((child, depth + 1) for child in children if isinstance(child, (dict, list)))
-    return False
 
 
 class ModelArchive:
