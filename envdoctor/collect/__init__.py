@@ -12,7 +12,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Callable, Dict, Mapping, Tuple
 
-from envdoctor.collect import cpu, environ, gpu, libraries, memory, system, target
+from envdoctor.collect import cpu, disk, environ, gpu, libraries, memory, system, target
 
 Collector = Callable[["CollectContext"], dict]
 
@@ -30,6 +30,7 @@ COLLECTORS: Dict[str, Collector] = {
     "system": system.collect,
     "cpu": cpu.collect,
     "memory": memory.collect,
+    "disk": disk.collect,
     "environ": environ.collect,
     "gpu": gpu.collect,
     "libraries": libraries.collect,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from typing import Optional
+from typing import Optional, Tuple
 
 from envdoctor import host
 
@@ -20,12 +20,13 @@ def meminfo_bytes(text: Optional[str]) -> dict:
     return values
 
 
-def shm_bytes() -> Optional[int]:
+def shm_bytes() -> Tuple[Optional[int], Optional[int]]:
+    """The size of /dev/shm and how much of it is free."""
     try:
         stat = os.statvfs(host.path("/dev/shm"))
     except OSError:
-        return None
-    return stat.f_frsize * stat.f_blocks
+        return None, None
+    return stat.f_frsize * stat.f_blocks, stat.f_frsize * stat.f_bavail
 
 
 def collect(ctx) -> dict:
@@ -38,9 +39,11 @@ def collect(ctx) -> dict:
 
         virtual, swap = psutil.virtual_memory(), psutil.swap_memory()
         ram_total, ram_available, swap_total = virtual.total, virtual.available, swap.total
+    shm_total, shm_free = shm_bytes()
     return {
         "ram_total_bytes": ram_total,
         "ram_available_bytes": ram_available,
         "swap_total_bytes": swap_total,
-        "shm_total_bytes": shm_bytes(),
+        "shm_total_bytes": shm_total,
+        "shm_free_bytes": shm_free,
     }
