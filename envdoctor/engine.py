@@ -49,12 +49,12 @@ def plugin_failure(name: str, error: str) -> Finding:
     )
 
 
-def judge(facts: Mapping, probe: Optional[Mapping], selection: Selection) -> Tuple[List[Finding], List[CheckRun], float]:
-    """Findings and check records for `facts` (the probe's result is judged as the `probe` facts),
-    and how long judging took in milliseconds."""
+def judge(facts: Mapping, probe: Optional[Mapping], selection: Selection, run: Optional[Mapping] = None) -> Tuple[List[Finding], List[CheckRun], float]:
+    """Findings and check records for `facts` (the probe's result is judged as the `probe` facts, what
+    `envdoctor run` saw as the `run` facts), and how long judging took in milliseconds."""
     started = time.perf_counter()
     checks, failures = load_checks()
-    findings, runs = run_checks(select(checks, selection.only, selection.skip), {**facts, "probe": probe})
+    findings, runs = run_checks(select(checks, selection.only, selection.skip), {**facts, "probe": probe, "run": run})
     findings = sorted([plugin_failure(n, e) for n, e in failures] + findings, key=lambda f: -f.severity.rank)
     return findings, runs, (time.perf_counter() - started) * 1000
 
@@ -99,15 +99,16 @@ def diagnose(
     probe: Optional[ProbeOptions] = None,
     models: Sequence[str] = (),
     imports: Optional[ImportOptions] = None,
+    run: Optional[Mapping] = None,
 ) -> Report:
     """Collect this machine's facts for the interpreter `python`, run the probe ladder unless `probe`
     is None and import every installed module unless `imports` is None, inspect the SB3 model files
-    `models` statically, and judge them."""
+    `models` statically, and judge them, with what `envdoctor run` saw of a command (`run`) where there is one."""
     environ = dict(os.environ if environ is None else environ)
     probe_result, facts, timings = probed_and_gathered(python, environ, probe, imports)
     if models:
         facts["models"], timings["collect.models"] = inspected(python, models)
-    return judged_report(python, facts, probe_result, selection, timings, environ, redact_paths)
+    return judged_report(python, facts, probe_result, selection, timings, environ, redact_paths, run)
 
 
 def inspect_models(python: str, models: Sequence[str], environ: Optional[Mapping[str, str]] = None) -> Report:
@@ -134,9 +135,10 @@ def judged_report(
     timings: Mapping[str, float],
     environ: Mapping[str, str],
     redact_paths: bool = True,
+    run: Optional[Mapping] = None,
 ) -> Report:
-    """Judge the facts (and the probe's result) into a report that is safe to publish."""
-    findings, runs, judge_ms = judge(facts, probe_result, selection)
+    """Judge the facts (and the probe's result, and the command's run) into a report that is safe to publish."""
+    findings, runs, judge_ms = judge(facts, probe_result, selection, run)
     report = Report(
         tool_version=__version__,
         created=now(),
@@ -146,6 +148,7 @@ def judged_report(
         checks=tuple(runs),
         probe=probe_result,
         timings_ms={**timings, "judge": judge_ms},
+        run=run,
     )
     return make_safe(report, environ, redact_paths)
 
@@ -187,7 +190,7 @@ def bounded_read(path: Path) -> bytes:
 
 def rejudge(report: Report, selection: Selection) -> Report:
     """A recorded report judged again by the current checks; its facts and probe are kept as recorded."""
-    findings, runs, judge_ms = judge(report.facts, report.probe, selection)
+    findings, runs, judge_ms = judge(report.facts, report.probe, selection, report.run)
     return replace(
         report,
         tool_version=__version__,

@@ -15,7 +15,8 @@ import pytest
 
 from conftest import REPO, run_envdoctor
 from envdoctor import engine
-from envdoctor.capture import verdict
+from envdoctor.checks.run import crashed_finding
+from envdoctor.checks.run_hang import hung_finding
 from envdoctor.model import PYTHON, SHELL, Finding, Remedy, Report
 from envdoctor.redact import scrub
 from envdoctor.render import markdown, terminal
@@ -61,7 +62,7 @@ def crash_findings() -> List[Finding]:
         "python_stacks": None,
         "native_stacks": None,
     }
-    return [verdict.crashed(run), verdict.hung(run)]
+    return [crashed_finding(run), hung_finding(run)]
 
 
 def generated_reports() -> Iterator[Report]:

@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 
 from envdoctor import engine
-from envdoctor.capture import stacks, verdict
+from envdoctor.capture import stacks
+from envdoctor.checks.run import crashed_finding
 from envdoctor.capture.render import frame_lines
 from envdoctor.model import PYTHON, CheckRun, CheckStatus, Finding, Remedy, Report, Severity
 from envdoctor.render import json as json_renderer
@@ -154,7 +155,7 @@ def test_a_crashed_run_names_the_package_first():
     run = {"command": ["python", "-c", "import badpkg"], "under_gdb": False, "duration_s": 1.0, "native_stacks": None,
            "ending": {"kind": "signal", "exit_status": 139, "signal_name": "SIGSEGV", "signal_meaning": "segmentation fault"},
            "python_stacks": {"threads": [{"current": True, "kind": "main", "entry": None, "frames": SEGFAULT_IN_A_PACKAGE}]}}
-    title = verdict.crashed(run).title
+    title = crashed_finding(run).title
     assert ", at <module> (badpkg/__init__.py:2) inside string_at (ctypes/__init__.py:519)" in title
 
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import struct
 import zlib
 
-from envdoctor.capture import chart, stacks, verdict
+from envdoctor.capture import chart, stacks
+from envdoctor.engine import Selection, judge
 from envdoctor.capture.timeline import Timeline
 
 GIB = 1 << 30
@@ -33,24 +34,31 @@ def recorded_run(signal_name="SIGSEGV", gpu_used=(70 * GIB, 79 * GIB), output=()
     }
 
 
+def judge_run(run):
+    """The run checks' findings on a recorded run section, through the one check runner."""
+    findings, runs, _ = judge({}, None, Selection(only=("run",)), run)
+    assert runs and all(r.status.value != "crashed" for r in runs), runs
+    return findings
+
+
 def ids(findings):
     return [f.id for f in findings]
 
 
 def test_gpu_full_just_before_a_segfault_is_likely_cuda_oom():
-    findings = verdict.judge(recorded_run(gpu_used=(70 * GIB, 79 * GIB)))
+    findings = judge_run(recorded_run(gpu_used=(70 * GIB, 79 * GIB)))
     assert ids(findings) == ["run.crashed", "run.gpu-out-of-memory"]
     assert findings[1].title == "Likely CUDA out-of-memory surfacing as a SIGSEGV"
     assert findings[1].evidence["near_full"] == ["GPU 0 (NVIDIA H100) used 80896 MiB of 81920 MiB"]
 
 
 def test_a_half_empty_gpu_does_not_explain_a_segfault():
-    assert ids(verdict.judge(recorded_run(gpu_used=(40 * GIB, 41 * GIB)))) == ["run.crashed"]
+    assert ids(judge_run(recorded_run(gpu_used=(40 * GIB, 41 * GIB)))) == ["run.crashed"]
 
 
 def test_a_physx_allocation_failure_in_the_output_names_gpu_oom():
     line = "PxgCudaDeviceMemoryAllocator fail to allocate memory 134217728 bytes!! Result = 2"
-    findings = verdict.judge(recorded_run(gpu_used=(1 * GIB, 1 * GIB), output=(line,)))
+    findings = judge_run(recorded_run(gpu_used=(1 * GIB, 1 * GIB), output=(line,)))
     assert "run.gpu-out-of-memory" in ids(findings)
     assert line in findings[-1].explanation
 

@@ -8,12 +8,11 @@ from __future__ import annotations
 
 import shutil
 import sys
-from dataclasses import replace
 from pathlib import Path
 from typing import List, Mapping, Sequence
 
 from envdoctor import engine
-from envdoctor.capture import chart, verdict
+from envdoctor.capture import chart
 from envdoctor.capture.render import markdown_report
 from envdoctor.errors import UsageError
 from envdoctor.model import Report
@@ -42,10 +41,8 @@ def interpreter_of(argv: Sequence[str]) -> str:
 
 
 def crash_report(run: dict, environ: Mapping[str, str]) -> Report:
-    """The run's verdicts first, then what `check` finds in the command's environment (no probe ladder)."""
-    environment = engine.diagnose(interpreter_of(run["command"]), engine.Selection(), environ=environ)
-    report = replace(environment, run=run, findings=tuple(verdict.judge(run)) + environment.findings)
-    return engine.make_safe(report, environ, redact_paths=True)
+    """The run judged with what `check` finds in the command's environment (no probe ladder), by one runner."""
+    return engine.diagnose(interpreter_of(run["command"]), engine.Selection(), environ=environ, run=run)
 
 
 def save(report: Report, directory: Path) -> List[Path]:

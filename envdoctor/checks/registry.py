@@ -21,6 +21,8 @@ BUILTIN_MODULES = (
     "envdoctor.checks.numpy",
     "envdoctor.checks.imports",
     "envdoctor.checks.requirements",
+    "envdoctor.checks.run",
+    "envdoctor.checks.run_hang",
     "envdoctor.checks.doctor",
 )
 

@@ -33,13 +33,23 @@ def crash_finding(check: Check, error: BaseException) -> Finding:
     )
 
 
+def own_findings(check: Check, findings: Iterable[Finding]) -> List[Finding]:
+    """The findings, once each is known to carry its check's id: a finding under another id would
+    claim a verdict that check never gave (and `--skip` of that id would not hide it)."""
+    findings = list(findings)
+    for finding in findings:
+        if finding.id != check.id:
+            raise ValueError(f"it gave a finding with the id {finding.id!r}, not its own")
+    return findings
+
+
 def run_one(check: Check, facts: Mapping[str, Any]) -> Tuple[List[Finding], CheckRun]:
     started = time.perf_counter()
     reason = missing_facts(check, facts)
     if reason:
         return [], CheckRun(check.id, CheckStatus.SKIPPED, 0.0, reason)
     try:
-        findings = list(check.function(facts))
+        findings = own_findings(check, check.function(facts))
         reason = "" if findings else absence(check.domain, facts)
         status = CheckStatus.FOUND if findings else CheckStatus.SKIPPED if reason else CheckStatus.PASSED
     except Exception as error:

@@ -9,7 +9,8 @@ from typing import List
 
 import click
 
-from envdoctor.capture import record, verdict
+from envdoctor.capture import record
+from envdoctor.capture.describe import aftermath
 from envdoctor.capture.render import one_line, terminal_summary
 from envdoctor.capture.report import crash_report, save
 from envdoctor.capture.session import run_command
@@ -57,6 +58,6 @@ def run(report_dir, under_gdb, hang_timeout, sample_interval, always_report, com
         click.echo(terminal_summary(report, [str(p) for p in saved], color=sys.stderr.isatty() and not os.environ.get("NO_COLOR")), nl=False, err=True)
     else:
         click.echo(one_line(run_section), err=True)
-        for line in verdict.aftermath(run_section):
+        for line in aftermath(run_section):
             click.echo(f"envdoctor: {line}", err=True)
     return end["exit_status"]

@@ -1,4 +1,4 @@
-"""Verdicts about one run of the command: pure functions from the report's `run` section to findings.
+"""Verdicts about one run of the user's command (`envdoctor run`): pure checks over the report's `run` facts.
 
 Each says how the command ended, where (which thread, which frame), and, when the memory record
 supports it, why: the OOM killer, a memory limit, or a GPU that was full just before a segfault.
@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import re
 import shlex
-from typing import Iterable, List, Optional
+from typing import Any, Iterable, List, Mapping
 
 from envdoctor.capture import stacks
+from envdoctor.capture.describe import forwarding, left_behind_text, mib, where
 from envdoctor.capture.record import output_lines
+from envdoctor.checks import check
 from envdoctor.model import Finding, Remedy, Severity
 
 GPU_FULL_FRACTION = 0.95
@@ -26,95 +28,17 @@ ERROR_LINE = re.compile(r"^(?:[\w.]+(?:Error|Exception|Interrupt|Exit)\b|Runtime
 PHYSX_REFERENCE = "https://github.com/isaac-sim/OmniIsaacGymEnvs/issues/11"
 
 
-def mib(n: Optional[int]) -> str:
-    return "?" if n is None else f"{n / 2 ** 20:.0f} MiB"
+def ending_kind(facts: Mapping[str, Any]) -> str:
+    return facts["run"]["ending"]["kind"]
 
 
-def judge(run: dict) -> List[Finding]:
-    """Every verdict about this run, most telling first."""
-    findings: List[Finding] = []
-    for rule in (ended, out_of_memory, gpu_out_of_memory, left_behind):
-        findings.extend(rule(run))
-    return sorted(findings, key=lambda f: -f.severity.rank)
+@check("run.crashed", "The command was killed by a signal: where it died", requires=("run",))
+def crashed(facts: Mapping[str, Any]) -> Iterable[Finding]:
+    if ending_kind(facts) == "signal":
+        yield crashed_finding(facts["run"])
 
 
-def ended(run: dict) -> Iterable[Finding]:
-    kind = run["ending"]["kind"]
-    if kind == "signal":
-        yield crashed(run)
-    elif kind == "hang":
-        yield hung(run)
-    elif kind == "exit":
-        yield exited(run)
-    elif kind == "interrupted":
-        yield interrupted(run)
-
-
-def plural(count: int, noun: str) -> str:
-    return f"{count} {noun}" + ("" if count == 1 else "es" if noun.endswith("s") else "s")
-
-
-def forwarding(run: dict) -> List[str]:
-    """Each signal the doctor forwarded and how many processes it reached, e.g. "SIGTERM forwarded to 3 processes"."""
-    end = run["ending"]
-    return [f"{name} forwarded to {plural(reached, 'process')}" for name, reached in zip(end.get("forwarded_signals", ()), end.get("forwarded_to", ()))]
-
-
-def left_behind_text(run: dict) -> Optional[str]:
-    """e.g. "2 processes still ran after the command ended and were stopped: 4242 sleep 1000 (SIGTERM); ..."."""
-    left = run.get("left_behind") or []
-    if not left:
-        return None
-    named = "; ".join(f"{p['pid']} {p['cmdline'] or p['name']} ({p['ended_by']})" for p in left)
-    return f"{plural(len(left), 'process')} still ran after the command ended and {'was' if len(left) == 1 else 'were'} stopped: {named}"
-
-
-def aftermath(run: dict) -> List[str]:
-    """What the doctor did to the command's processes, one line each: signals it forwarded, processes it stopped."""
-    stopped = left_behind_text(run)
-    return forwarding(run) + ([stopped] if stopped else [])
-
-
-def interrupted(run: dict) -> Finding:
-    end = run["ending"]
-    signals = ", ".join(end["forwarded_signals"])
-    return Finding(
-        id="run.interrupted",
-        severity=Severity.INFO,
-        title=f"The command was interrupted by {signals} after {run['duration_s']:.1f} s; " + "; ".join(forwarding(run)),
-        explanation="The signal came from outside (Ctrl-C, a job scheduler, a container runtime) and was passed on to the command's process group and to every worker that had left it.",
-        evidence={"forwarded_signals": end["forwarded_signals"], "forwarded_to": end.get("forwarded_to", [])},
-    )
-
-
-def where(run: dict) -> str:
-    """e.g. " in the worker thread running capture_frames (grab.py:14), at grab (camera/__init__.py:2) inside
-    string_at (ctypes/__init__.py:519)": the frame at fault first, then where it surfaced."""
-    thread = stacks.crashed_thread(run.get("python_stacks"))
-    if not thread:
-        return ""
-    text = f" in the {stacks.thread_label(thread)}"
-    if thread["frames"]:
-        top, fault = thread["frames"][0], stacks.frame_at_fault(thread["frames"])
-        text += f", at {stacks.frame_text(fault)}" + ("" if fault is top else f" inside {stacks.frame_text(top)}")
-    native = native_top(thread, run)
-    if native:
-        text += f"; native frame: {native}"
-    return text
-
-
-def native_top(thread: Optional[dict], run: dict) -> Optional[str]:
-    frames = (thread or {}).get("native_frames")
-    if not frames:
-        stopped = [t for t in (run.get("native_stacks") or {}).get("threads", ()) if t.get("stopped")]
-        frames = stopped[0]["frames"] if stopped else None
-    if not frames:
-        return None
-    top = frames[0]
-    return top["function"] + (f" ({top['location']})" if top.get("location") else "")
-
-
-def crashed(run: dict) -> Finding:
+def crashed_finding(run: Mapping[str, Any]) -> Finding:
     end = run["ending"]
     name = end["signal_name"]
     thread = stacks.crashed_thread(run.get("python_stacks"))
@@ -135,27 +59,15 @@ def crashed(run: dict) -> Finding:
     )
 
 
-def hung(run: dict) -> Finding:
-    threads = (run.get("python_stacks") or {}).get("threads", [])
-    waiting = "; ".join(f"{stacks.thread_label(t)} waits in {t['frames'][0]['function']} ({stacks.short(t['frames'][0]['file'])}:{t['frames'][0]['line']})" for t in threads if t["frames"])
-    return Finding(
-        id="run.hang",
-        severity=Severity.ERROR,
-        title=f"The command printed nothing for {run['hang_timeout_s']:g} s and was ended as hung after {run['duration_s']:.1f} s",
-        explanation=("Every thread's stack at that moment: " + waiting + ".") if waiting else "No Python stack was written (not a Python process, or faulthandler was off).",
-        evidence={"hang_timeout_s": run["hang_timeout_s"], "threads": len(threads)},
-        remedies=(
-            Remedy("Read the top frame of each thread: a lock, a queue or a join waits for a thread or worker process that died or is itself blocked."),
-            Remedy("For native frames of the hung threads, re-run under gdb:", "envdoctor run --gdb --hang-timeout " + f"{run['hang_timeout_s']:g} -- " + shlex.join(run["command"])),
-        ),
-    )
-
-
-def exited(run: dict) -> Finding:
+@check("run.exit-status", "The command exited with a failure status: its last error line", requires=("run",))
+def exited(facts: Mapping[str, Any]) -> Iterable[Finding]:
+    if ending_kind(facts) != "exit":
+        return
+    run = facts["run"]
     status = run["ending"]["exit_status"]
     errors = [line for line in output_lines(run, "stderr") if ERROR_LINE.match(line.strip())]
     last = errors[-1].strip() if errors else None
-    return Finding(
+    yield Finding(
         id="run.exit-status",
         severity=Severity.WARNING,
         title=f"The command exited with status {status} after {run['duration_s']:.1f} s" + (f": {last}" if last else ""),
@@ -164,7 +76,25 @@ def exited(run: dict) -> Finding:
     )
 
 
-def left_behind(run: dict) -> Iterable[Finding]:
+@check("run.interrupted", "The command was interrupted by a signal sent from outside", requires=("run",))
+def interrupted(facts: Mapping[str, Any]) -> Iterable[Finding]:
+    if ending_kind(facts) != "interrupted":
+        return
+    run = facts["run"]
+    end = run["ending"]
+    signals = ", ".join(end["forwarded_signals"])
+    yield Finding(
+        id="run.interrupted",
+        severity=Severity.INFO,
+        title=f"The command was interrupted by {signals} after {run['duration_s']:.1f} s; " + "; ".join(forwarding(run)),
+        explanation="The signal came from outside (Ctrl-C, a job scheduler, a container runtime) and was passed on to the command's process group and to every worker that had left it.",
+        evidence={"forwarded_signals": end["forwarded_signals"], "forwarded_to": end.get("forwarded_to", [])},
+    )
+
+
+@check("run.left-behind", "Processes the command left running when it ended", requires=("run",))
+def left_behind(facts: Mapping[str, Any]) -> Iterable[Finding]:
+    run = facts["run"]
     text = left_behind_text(run)
     if not text:
         return
@@ -178,7 +108,7 @@ def left_behind(run: dict) -> Iterable[Finding]:
     )
 
 
-def memory_evidence(run: dict) -> List[str]:
+def memory_evidence(run: Mapping[str, Any]) -> List[str]:
     """Each independent sign that the command ran out of host memory."""
     memory, end = run["memory"], run["ending"]
     signs = []
@@ -201,8 +131,10 @@ def memory_evidence(run: dict) -> List[str]:
     return signs
 
 
-def out_of_memory(run: dict) -> Iterable[Finding]:
-    if run["ending"]["kind"] not in ("signal", "exit"):
+@check("run.out-of-memory", "The command ran out of host memory (OOM killer, cgroup or address-space limit)", requires=("run",))
+def out_of_memory(facts: Mapping[str, Any]) -> Iterable[Finding]:
+    run = facts["run"]
+    if ending_kind(facts) not in ("signal", "exit"):
         return
     signs = memory_evidence(run)
     if not signs:
@@ -221,7 +153,7 @@ def out_of_memory(run: dict) -> Iterable[Finding]:
     )
 
 
-def gpu_near_full(run: dict) -> List[str]:
+def gpu_near_full(run: Mapping[str, Any]) -> List[str]:
     """GPUs that were at least GPU_FULL_FRACTION full in the last seconds before the command died."""
     gpu = run.get("gpu") or {}
     devices = gpu.get("devices") or []
@@ -235,7 +167,9 @@ def gpu_near_full(run: dict) -> List[str]:
     return full
 
 
-def gpu_out_of_memory(run: dict) -> Iterable[Finding]:
+@check("run.gpu-out-of-memory", "The GPU ran out of memory, said so or surfaced as a native crash", requires=("run",))
+def gpu_out_of_memory(facts: Mapping[str, Any]) -> Iterable[Finding]:
+    run = facts["run"]
     end = run["ending"]
     if end["kind"] not in ("signal", "exit"):
         return

@@ -1,0 +1,64 @@
+"""Words for what happened to a run, shared by its verdicts and by the line `run` prints after a clean
+exit: where it crashed, which signals were forwarded, which processes were left behind."""
+
+from __future__ import annotations
+
+from typing import List, Optional
+
+from envdoctor.capture import stacks
+
+
+def mib(n: Optional[int]) -> str:
+    return "?" if n is None else f"{n / 2 ** 20:.0f} MiB"
+
+
+def plural(count: int, noun: str) -> str:
+    return f"{count} {noun}" + ("" if count == 1 else "es" if noun.endswith("s") else "s")
+
+
+def forwarding(run: dict) -> List[str]:
+    """Each signal the doctor forwarded and how many processes it reached, e.g. "SIGTERM forwarded to 3 processes"."""
+    end = run["ending"]
+    return [f"{name} forwarded to {plural(reached, 'process')}" for name, reached in zip(end.get("forwarded_signals", ()), end.get("forwarded_to", ()))]
+
+
+def left_behind_text(run: dict) -> Optional[str]:
+    """e.g. "2 processes still ran after the command ended and were stopped: 4242 sleep 1000 (SIGTERM); ..."."""
+    left = run.get("left_behind") or []
+    if not left:
+        return None
+    named = "; ".join(f"{p['pid']} {p['cmdline'] or p['name']} ({p['ended_by']})" for p in left)
+    return f"{plural(len(left), 'process')} still ran after the command ended and {'was' if len(left) == 1 else 'were'} stopped: {named}"
+
+
+def aftermath(run: dict) -> List[str]:
+    """What the doctor did to the command's processes, one line each: signals it forwarded, processes it stopped."""
+    stopped = left_behind_text(run)
+    return forwarding(run) + ([stopped] if stopped else [])
+
+
+def where(run: dict) -> str:
+    """e.g. " in the worker thread running capture_frames (grab.py:14), at grab (camera/__init__.py:2) inside
+    string_at (ctypes/__init__.py:519)": the frame at fault first, then where it surfaced."""
+    thread = stacks.crashed_thread(run.get("python_stacks"))
+    if not thread:
+        return ""
+    text = f" in the {stacks.thread_label(thread)}"
+    if thread["frames"]:
+        top, fault = thread["frames"][0], stacks.frame_at_fault(thread["frames"])
+        text += f", at {stacks.frame_text(fault)}" + ("" if fault is top else f" inside {stacks.frame_text(top)}")
+    native = native_top(thread, run)
+    if native:
+        text += f"; native frame: {native}"
+    return text
+
+
+def native_top(thread: Optional[dict], run: dict) -> Optional[str]:
+    frames = (thread or {}).get("native_frames")
+    if not frames:
+        stopped = [t for t in (run.get("native_stacks") or {}).get("threads", ()) if t.get("stopped")]
+        frames = stopped[0]["frames"] if stopped else None
+    if not frames:
+        return None
+    top = frames[0]
+    return top["function"] + (f" ({top['location']})" if top.get("location") else "")
