@@ -10,14 +10,15 @@ from __future__ import annotations
 import csv
 import io
 from functools import lru_cache
-from importlib import resources
 from typing import Dict, Optional, Tuple
+
+from envdoctor import package_data
 
 
 @lru_cache(maxsize=None)
 def rows(filename: str) -> Tuple[Dict[str, str], ...]:
     """The rows of a data file in this package, as dicts of column -> text (empty cells as "")."""
-    text = resources.files(__name__).joinpath(filename).read_text(encoding="utf-8")
+    text = package_data.read_text(__name__, filename)
     body = "".join(line for line in io.StringIO(text) if not line.startswith("#"))
     return tuple(dict(row) for row in csv.DictReader(io.StringIO(body)))
 
