@@ -24,7 +24,7 @@ from packaging.utils import canonicalize_name as normalize
 from envdoctor.collect.target import CollectorError, run_target_script
 from envdoctor.probe.bisection import workers as usable_workers
 from envdoctor.proc import ChildResult, stream_child
-from envdoctor.target import script_path
+from envdoctor.target import script_source
 
 MARK = "@envdoctor-imports "
 DEFAULT_MODULE_TIMEOUT_S = 60.0
@@ -116,7 +116,7 @@ def died_result(child: ChildResult, output: str) -> dict:
 
 def batch_argv(python: str, limit: float, names: Sequence[str]) -> List[str]:
     """`-c` keeps the script's folder off sys.path; the working directory stays on it, as for the user."""
-    source = script_path("imports").read_text(encoding="utf-8")
+    source = script_source("imports")
     return [python, "-X", "faulthandler", "-c", source, "import", str(limit), *names]
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from envdoctor.proc import run_child
-from envdoctor.target import script_path
+from envdoctor.target import script_source
 
 TIMEOUT_S = 60.0
 
@@ -19,7 +19,7 @@ def run_target_script(python: str, name: str, *args: str, timeout: float = TIMEO
 
     The source goes through `-c` so the script's folder never lands on the target's sys.path.
     """
-    source = script_path(name).read_text(encoding="utf-8")
+    source = script_source(name)
     result = run_child([python, "-c", source, *args], timeout=timeout, env=env)
     if not result.ok:
         tail = result.stderr.strip().splitlines()[-1:] or [""]

@@ -22,7 +22,7 @@ from envdoctor.probe import ladder
 from envdoctor.probe.classify import classify
 from envdoctor.probe.result import ProbeResult
 from envdoctor.proc import stream_child
-from envdoctor.target import script_path
+from envdoctor.target import script_source
 
 MARK = "@envdoctor-probe "
 DEFAULT_TIMEOUT_S = 300.0
@@ -49,7 +49,7 @@ class ProbeOptions:
 def ladder_argv(python: str, timeout_s: float, device: str, until: Optional[str]) -> List[str]:
     """`-c` keeps the script's folder off the target's sys.path. A timeout above the default raises
     every stage's own limit by as much, so --probe-timeout really gives a slow stage more time."""
-    source = script_path("ladder").read_text(encoding="utf-8")
+    source = script_source("ladder")
     limits = ladder.limits(timeout_s - DEFAULT_TIMEOUT_S)
     argv = [python, "-X", "faulthandler", "-c", source, "--device", device, "--deadline", str(timeout_s), "--limits", json.dumps(limits)]
     return argv + (["--until", until] if until else [])
