@@ -14,16 +14,14 @@ import os
 import re
 import shutil
 import sys
-from pathlib import Path
 from typing import List, Mapping, Optional
 
-from envdoctor import host
+from envdoctor import host, package_data
 from envdoctor.proc import run_child
 
 TIMEOUT_S = 15.0
 DRIVER_MARKERS = ("/proc/driver/nvidia", "/dev/nvidiactl", "/usr/lib/wsl/lib/libnvidia-ml.so.1")
 WSL_LIBRARY_DIR = "/usr/lib/wsl/lib"
-NVML_SCRIPT = Path(__file__).with_name("nvml_query.py")
 SMI_FIELDS = ("index", "name", "compute_cap", "memory.total", "memory.used", "memory.free", "mig.mode.current", "driver_version")
 MIB = 2 ** 20
 
@@ -43,7 +41,7 @@ def last_line(text: str) -> str:
 
 def query_nvml() -> dict:
     """NVML's answer, or a `reason` saying why there is none."""
-    source = NVML_SCRIPT.read_text(encoding="utf-8")
+    source = package_data.read_text(__package__, "nvml_query.py")
     result = run_child([sys.executable, "-c", source], timeout=TIMEOUT_S)
     if not result.ok:
         return {"reason": f"NVML query {result.describe()}: {last_line(result.stderr)}".rstrip(": ")}

@@ -16,6 +16,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Mapping, Optional, Sequence, Tuple
 
+from envdoctor import package_data
 from envdoctor.errors import UsageError
 from envdoctor.files import read_regular
 from envdoctor.fix import FixError
@@ -26,7 +27,6 @@ from envdoctor.fix.plan import Plan
 RECORD_FILE = "record.json"
 FREEZE_FILE = "freeze.txt"
 KIND = "envdoctor-fix-record"
-SCHEMA_PATH = Path(__file__).resolve().parent.parent / "schema" / "fix-record.schema.json"
 # A record of an environment with thousands of distributions is a few MB; anything far larger is not one.
 MAX_RECORD_BYTES = 64 * 2 ** 20
 # Opening a FIFO for reading waits for a writer, and a terminal could become the controlling one.
@@ -119,7 +119,7 @@ def read_json(file: Path, shown: Path) -> Any:
 def record_validator():
     import jsonschema  # only a rollback reads records; `fix` without it should not pay for jsonschema
 
-    return jsonschema.Draft202012Validator(json.loads(SCHEMA_PATH.read_text(encoding="utf-8")))
+    return jsonschema.Draft202012Validator(json.loads(package_data.read_text("envdoctor.schema", "fix-record.schema.json")))
 
 
 def violation(error) -> str:

@@ -14,8 +14,9 @@ import re
 import sys
 from dataclasses import dataclass
 from functools import lru_cache
-from pathlib import Path
 from typing import FrozenSet, Tuple
+
+from envdoctor import package_data
 
 CLASS_NAME = re.compile(r"^_?[A-Z][A-Za-z0-9_]*$")
 STACK_PACKAGES = frozenset({"numpy", "torch", "gymnasium", "gym", "stable_baselines3", "sb3_contrib", "cloudpickle"})
@@ -92,7 +93,7 @@ def is_user_module(module: str) -> bool:
 
 @lru_cache(maxsize=1)
 def load() -> Allowlist:
-    data = json.loads(Path(__file__).with_name("allowlist.json").read_text(encoding="utf-8"))
+    data = json.loads(package_data.read_text(__package__, "allowlist.json"))
     code = data["code"]
     patterns = code["attribute_paths"]
     return Allowlist(

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import json
 from functools import lru_cache
-from pathlib import Path
 from typing import Iterable, Iterator, List, Optional, Sequence, Tuple
+
+from envdoctor import package_data
 
 LAYOUTS = {15: "3.7 or older", 16: "3.8–3.10", 18: "3.11+"}
 FAMILY_MINORS = {15: (), 16: ("3.8", "3.9", "3.10"), 18: ("3.11", "3.12", "3.13")}
@@ -38,7 +39,7 @@ SHIFTS = {"3.11": {"LOAD_GLOBAL": 1}, "3.12": {"LOAD_GLOBAL": 1, "LOAD_ATTR": 1,
 
 @lru_cache(maxsize=1)
 def opcode_tables() -> dict:
-    return json.loads((Path(__file__).with_name("opcodes.json")).read_text(encoding="utf-8"))["versions"]
+    return json.loads(package_data.read_text(__package__, "opcodes.json"))["versions"]
 
 
 def minor_of(version: Optional[str]) -> Optional[str]:
