@@ -117,8 +117,10 @@ def read_json(file: Path, shown: Path) -> Any:
 
 @lru_cache(maxsize=1)
 def record_validator():
-    import jsonschema  # only a rollback reads records; `fix` without it should not pay for jsonschema
-
+    try:
+        import jsonschema  # only a rollback reads records; `fix` without it should not pay for jsonschema
+    except ImportError:
+        raise UsageError("reading a fix record needs jsonschema, which this envdoctor lacks (the zipapp leaves it out): roll back with a pip-installed envdoctor") from None
     return jsonschema.Draft202012Validator(json.loads(package_data.read_text("envdoctor.schema", "fix-record.schema.json")))
 
 
