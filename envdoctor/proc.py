@@ -30,7 +30,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from typing import Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Set
 
-import psutil
+from envdoctor.processes import psutil
 
 MARKER_VARIABLE = "ENVDOCTOR_CHILD"
 # After the child has ended, how long output may still arrive from descendants that share its pipes.

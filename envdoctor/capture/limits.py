@@ -78,7 +78,7 @@ def memory_cgroup(pid: int) -> Optional[MemoryCgroup]:
 
 def address_space_limit(process) -> Optional[int]:
     """A psutil process's soft RLIMIT_AS in bytes, None when unlimited or unreadable."""
-    import psutil
+    from envdoctor.processes import psutil
 
     try:
         soft, _ = process.rlimit(psutil.RLIMIT_AS)

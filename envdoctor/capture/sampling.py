@@ -11,10 +11,9 @@ import threading
 import time
 from typing import Dict, List, Optional, Set
 
-import psutil
-
 from envdoctor.capture.limits import MemoryCgroup, address_space_limit, memory_cgroup
 from envdoctor.capture.timeline import Timeline
+from envdoctor.processes import psutil
 
 
 class TreeSampler:

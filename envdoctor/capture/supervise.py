@@ -19,12 +19,11 @@ import time
 from dataclasses import dataclass, field
 from typing import List, Mapping, Optional, Sequence, Tuple
 
-import psutil
-
 from envdoctor.capture.gpu import GpuSampler
 from envdoctor.capture.sampling import TreeSampler
 from envdoctor.capture.tail import Tail
 from envdoctor.proc import Child, descendants, end_processes, exited, kill_family, reap, signal_family, start_child
+from envdoctor.processes import psutil
 
 CHILD_VARIABLES = {"PYTHONFAULTHANDLER": "1", "PYTHONUNBUFFERED": "1"}
 FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2)

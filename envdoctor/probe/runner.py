@@ -16,12 +16,11 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Callable, Deque, List, Mapping, Optional, Tuple
 
-import psutil
-
 from envdoctor.probe import ladder
 from envdoctor.probe.classify import classify
 from envdoctor.probe.result import ProbeResult
 from envdoctor.proc import stream_child
+from envdoctor.processes import psutil
 from envdoctor.target import script_source
 
 MARK = "@envdoctor-probe "
