@@ -1,13 +1,15 @@
 """CPU facts: model, cores, the CPUs this process may really use, and instruction-set flags.
 
 On Linux the flags come straight from /proc/cpuinfo (what py-cpuinfo reads there too), which keeps
-`check` fast and lets ENVDOCTOR_ROOT present another CPU; elsewhere py-cpuinfo does the probing.
+`check` fast and lets ENVDOCTOR_ROOT present another CPU; where there is no /proc at all (macOS,
+Windows, or an ENVDOCTOR_ROOT without one) py-cpuinfo does the probing.
 """
 
 from __future__ import annotations
 
 import math
 import os
+import platform
 from typing import Optional
 
 from envdoctor import host
@@ -58,26 +60,30 @@ def usable_cpus(logical: Optional[int], affinity: Optional[int], quota: Optional
 
 
 def portable_facts() -> dict:
-    """Where there is no /proc/cpuinfo (macOS, Windows): py-cpuinfo and psutil, imported only here
-    because py-cpuinfo probes CPUID in a child process, which costs about a second."""
+    """Where there is no /proc (macOS, Windows): py-cpuinfo and psutil, imported only here because
+    py-cpuinfo probes CPUID in a child process, which costs about a second. Without psutil (the
+    zipapp) the physical core count is unknown."""
     import cpuinfo
-    import psutil
 
     info = cpuinfo.get_cpu_info()
     return {
-        "model": info.get("brand_raw"),
+        "model": info.get("brand_raw") or platform.processor() or None,
         "logical": info.get("count"),
-        "physical": psutil.cpu_count(logical=False),
+        "physical": physical_cores(),
         "flags": sorted(info.get("flags", [])),
     }
 
 
+def physical_cores() -> Optional[int]:
+    try:
+        import psutil
+    except ImportError:
+        return None
+    return psutil.cpu_count(logical=False)
+
+
 def collect(ctx) -> dict:
-    text = host.read_text("/proc/cpuinfo")
-    if text is not None or host.is_rerooted():
-        facts = parse_cpuinfo(text or "")
-    else:
-        facts = portable_facts()
+    facts = parse_cpuinfo(host.read_text("/proc/cpuinfo") or "") if host.exists("/proc") else portable_facts()
     logical = facts["logical"] or os.cpu_count()
     affinity = None if host.is_rerooted() else affinity_count()
     quota = cgroup_cpu_limit()

@@ -29,16 +29,23 @@ def shm_bytes() -> Tuple[Optional[int], Optional[int]]:
     return stat.f_frsize * stat.f_blocks, stat.f_frsize * stat.f_bavail
 
 
+def portable_memory() -> tuple:
+    """RAM total and available and swap total from psutil; unknown (None) without it (the zipapp off Linux)."""
+    try:
+        import psutil
+    except ImportError:
+        return None, None, None
+    virtual, swap = psutil.virtual_memory(), psutil.swap_memory()
+    return virtual.total, virtual.available, swap.total
+
+
 def collect(ctx) -> dict:
     meminfo = meminfo_bytes(host.read_text("/proc/meminfo"))
     if "MemTotal" in meminfo:
         ram_total, ram_available = meminfo["MemTotal"], meminfo.get("MemAvailable")
         swap_total = meminfo.get("SwapTotal", 0)
     else:  # no /proc/meminfo: macOS, Windows
-        import psutil
-
-        virtual, swap = psutil.virtual_memory(), psutil.swap_memory()
-        ram_total, ram_available, swap_total = virtual.total, virtual.available, swap.total
+        ram_total, ram_available, swap_total = portable_memory()
     shm_total, shm_free = shm_bytes()
     return {
         "ram_total_bytes": ram_total,
