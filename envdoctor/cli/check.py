@@ -5,11 +5,12 @@ from __future__ import annotations
 import sys
 
 from pathlib import Path
-from typing import Iterable, Optional, Tuple
+from typing import Iterable, Optional, Sequence, Tuple
 
 import click
 
 from envdoctor import engine
+from envdoctor.checks import Check
 from envdoctor.checks.registry import load_checks, select
 from envdoctor.cli import EXIT_FINDINGS, EXIT_OK
 from envdoctor.cli.options import emit, note, output_options, resolve_python
@@ -32,14 +33,26 @@ def split_ids(values: Iterable[str]) -> Tuple[str, ...]:
     return tuple(part.strip() for value in values for part in value.split(",") if part.strip())
 
 
-def validate_ids(ids: Tuple[str, ...], option: str) -> None:
+def validate_ids(ids: Tuple[str, ...], option: str, extra: Sequence[Check] = ()) -> None:
+    """Refuse ids that name no check, the registered ones or the `extra` ones (a policy's rules)."""
     if not ids:
         return
     checks, _ = load_checks()
-    known = {c.id for c in checks} | {c.domain for c in checks}
+    known = {c.id for c in (*checks, *extra)} | {c.domain for c in (*checks, *extra)}
     unknown = [i for i in ids if i not in known]
     if unknown:
         raise UsageError(f"{option}: unknown check id or domain {', '.join(unknown)} (see `envdoctor checks`)")
+
+
+def policy_rules(policy_file: Optional[str]) -> tuple:
+    """The policy named by --policy and its rules as checks, read and validated before anything
+    runs; the TOML reader and the rules load only when a policy is named."""
+    if not policy_file:
+        return None, []
+    from envdoctor import policy
+
+    loaded = policy.load(Path(policy_file))
+    return loaded, policy.checks_for(loaded)
 
 
 def selects_probe(selection: engine.Selection) -> bool:
@@ -79,6 +92,7 @@ def saved(report, report_dir: Optional[Path]) -> None:
 @click.option("--only", multiple=True, metavar="ID", help="Run only these checks or domains (repeatable, comma-separated).")
 @click.option("--skip", multiple=True, metavar="ID", help="Skip these checks or domains (repeatable, comma-separated).")
 @click.option("--from", "from_report", metavar="REPORT.json", help="Judge the facts recorded in a report instead of this machine.")
+@click.option("--policy", "policy_file", metavar="POLICY.toml", help="Also judge against the team's rules in this policy file (findings policy.*).")
 @click.option("--no-redact", is_flag=True, help="Keep home-directory paths (secrets are always redacted).")
 @click.option("--no-probe", is_flag=True, help="Do not run the probe ladder (numpy → torch → CUDA → MaskablePPO in a child).")
 @click.option("--probe-timeout", type=Seconds(1, DAY_S), default=DEFAULT_TIMEOUT_S, show_default=True, metavar="SECONDS", help="Time limit for the probe ladder; above the default, every stage gets that much more time too.")
@@ -86,21 +100,26 @@ def saved(report, report_dir: Optional[Path]) -> None:
 @click.option("--import-timeout", type=Seconds(0.1, DAY_S), default=DEFAULT_MODULE_TIMEOUT_S, show_default=True, metavar="SECONDS", help="Time limit for one module's import (with --imports).")
 @click.option("--model", "models", multiple=True, metavar="MODEL.zip", help="Also inspect this SB3 model file statically (repeatable).")
 @click.option("-v", "--verbose", is_flag=True, help="Show passing checks, evidence and timings.")
-def check(python, json_out, markdown_out, report_dir, no_save, fail_on, only, skip, from_report, no_redact, no_probe, probe_timeout, imports, import_timeout, models, verbose) -> int:
+def check(python, json_out, markdown_out, report_dir, no_save, fail_on, only, skip, from_report, policy_file, no_redact, no_probe, probe_timeout, imports, import_timeout, models, verbose) -> int:
     """Diagnose the environment and print what will crash, why, and how to fix it."""
     if report_dir and no_save:
         raise UsageError("--report-dir and --no-save exclude each other")
     if imports and from_report:
         raise UsageError("--imports and --from exclude each other: a recorded report is judged with the imports it recorded")
     selection = engine.Selection(only=split_ids(only), skip=split_ids(skip))
-    validate_ids(selection.only, "--only")
-    validate_ids(selection.skip, "--skip")
+    policy, policy_checks = policy_rules(policy_file)
+    validate_ids(selection.only, "--only", policy_checks)
+    validate_ids(selection.skip, "--skip", policy_checks)
     if from_report:
         report = engine.rejudge(engine.read_report(Path(from_report)), selection)
     else:
         probe = None if no_probe or not selects_probe(selection) else probe_options(probe_timeout)
         import_options = ImportOptions(module_timeout_s=import_timeout) if imports else None
         report = engine.diagnose(resolve_python(python), selection, redact_paths=not no_redact, probe=probe, models=models, imports=import_options)
+    if policy:
+        from envdoctor.policy import judged
+
+        report = judged(report, policy, selection.only, selection.skip)
     if not no_save and (report_dir or not from_report):
         saved(report, report_dir)
     emit(report, json_out, markdown_out, verbose, json=json_renderer.render, markdown=markdown.render, terminal=terminal.render)
