@@ -50,7 +50,7 @@ def run_one(check: Check, facts: Mapping[str, Any]) -> Tuple[List[Finding], Chec
         return [], CheckRun(check.id, CheckStatus.SKIPPED, 0.0, reason)
     try:
         findings = own_findings(check, check.function(facts))
-        reason = "" if findings else absence(check.domain, facts)
+        reason = "" if findings else absence(check.id, facts)
         status = CheckStatus.FOUND if findings else CheckStatus.SKIPPED if reason else CheckStatus.PASSED
     except Exception as error:
         findings = [crash_finding(check, error)]

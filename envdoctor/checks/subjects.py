@@ -43,7 +43,28 @@ def gpu_absent(facts: Mapping[str, Any]) -> str:
     return "no NVIDIA GPU was found"
 
 
+def without_proc(facts: Mapping[str, Any]) -> str:
+    """Reports from before `has_proc` was recorded came from Linux hosts."""
+    system = facts.get("system")
+    if isinstance(system, Mapping) and system.get("has_proc") is False:
+        return "this host has no /proc, so it runs no Linux or WSL kernel to judge"
+    return ""
+
+
+def memory_unknown(key: str, reason: str) -> Callable[[Mapping[str, Any]], str]:
+    """`reason` where the memory fact `key` was recorded as unknown."""
+
+    def unknown(facts: Mapping[str, Any]) -> str:
+        return reason if recorded(facts, "memory", key) and facts["memory"][key] is None else ""
+
+    return unknown
+
+
+# By domain, or by check id where only some of a domain's checks need what may be missing.
 ABSENCES: Dict[str, Callable[[Mapping[str, Any]], str]] = {
+    "wsl": without_proc,
+    "memory.shm-small": memory_unknown("shm_total_bytes", "there is no /dev/shm (Linux's shared memory) here"),
+    "memory.low-ram": memory_unknown("ram_total_bytes", "the RAM size is unknown (no /proc/meminfo, and psutil is not installed)"),
     "cuda": torch_absent,
     "probe": torch_absent,
     "wheels": nvidia_wheels_absent,
@@ -52,7 +73,8 @@ ABSENCES: Dict[str, Callable[[Mapping[str, Any]], str]] = {
 }
 
 
-def absence(domain: str, facts: Mapping[str, Any]) -> str:
-    """Why the subject of `domain` is not there to be judged, or "" when it is (or the facts cannot tell)."""
-    absent = ABSENCES.get(domain)
+def absence(check_id: str, facts: Mapping[str, Any]) -> str:
+    """Why the subject of the check (or of its domain) is not there to be judged, or "" when it is
+    (or the facts cannot tell)."""
+    absent = ABSENCES.get(check_id) or ABSENCES.get(check_id.split(".", 1)[0])
     return absent(facts) if absent else ""

@@ -86,6 +86,7 @@ def collect(ctx) -> dict:
     os_release = parse_os_release(host.read_text("/etc/os-release"))
     return {
         "os": platform.system(),
+        "has_proc": host.exists("/proc"),  # False on macOS and Windows: the Linux-only checks are skipped
         "machine": platform.machine(),
         "kernel_release": release,
         "proc_version": (host.read_text("/proc/version") or "").strip(),
