@@ -21,6 +21,7 @@ BUILTIN_MODULES = (
     "envdoctor.checks.numpy",
     "envdoctor.checks.imports",
     "envdoctor.checks.requirements",
+    "envdoctor.checks.conda",
     "envdoctor.checks.run",
     "envdoctor.checks.run_hang",
     "envdoctor.checks.doctor",

@@ -60,6 +60,14 @@ def memory_unknown(key: str, reason: str) -> Callable[[Mapping[str, Any]], str]:
     return unknown
 
 
+def conda_absent(facts: Mapping[str, Any]) -> str:
+    target = facts.get("target")
+    conda = target.get("conda") if isinstance(target, Mapping) else None
+    if not isinstance(conda, Mapping) or "error" in conda or conda.get("prefix"):
+        return ""
+    return "not a conda environment"
+
+
 # By domain, or by check id where only some of a domain's checks need what may be missing.
 ABSENCES: Dict[str, Callable[[Mapping[str, Any]], str]] = {
     "wsl": without_proc,
@@ -70,6 +78,7 @@ ABSENCES: Dict[str, Callable[[Mapping[str, Any]], str]] = {
     "wheels": nvidia_wheels_absent,
     "gpu": gpu_absent,
     "numpy": lambda facts: missing_distribution(facts, "numpy"),
+    "conda": conda_absent,
 }
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+from envdoctor.collect.elf import cxx_runtime
 from envdoctor.proc import run_child
 from envdoctor.target import script_source
 
@@ -30,5 +31,27 @@ def run_target_script(python: str, name: str, *args: str, timeout: float = TIMEO
         raise CollectorError(f"{name} under {python} printed no JSON ({error})") from None
 
 
+def site_folders(facts: dict, prefix: str) -> list:
+    """The environment's own site-packages folders on the interpreter's path."""
+    paths = facts.get("python", {}).get("sys_path", ())
+    return [p for p in paths if p.startswith(prefix.rstrip("/") + "/") and p.rstrip("/").endswith("site-packages")]
+
+
+def conda(ctx, facts: dict) -> dict:
+    """The conda records and activation (target/conda.py) and, in a conda environment, its C++ runtime
+    read from the ELF files on disk."""
+    found = run_target_script(ctx.python, "conda", env=ctx.environ)
+    prefix = found.get("prefix")
+    if prefix:
+        python = facts.get("python", {}).get("executable") or ctx.python
+        found["cxx_runtime"] = cxx_runtime(prefix, python, site_folders(facts, prefix), ctx.environ)
+    return found
+
+
 def collect(ctx) -> dict:
-    return run_target_script(ctx.python, "facts", env=ctx.environ)
+    facts = run_target_script(ctx.python, "facts", env=ctx.environ)
+    try:
+        facts["conda"] = conda(ctx, facts)
+    except CollectorError as error:
+        facts["conda"] = {"error": str(error)}
+    return facts

@@ -1,0 +1,193 @@
+"""Conda environments through the CLI: real prefixes with conda's layout (a venv made conda-shaped by a
+conda-meta/ folder of records in conda's own format, a root with envs/ and bin/conda), pip's
+dist-info beside them, and real ELF files: a C++ extension compiled here that needs GLIBCXX_3.4.30
+and an env libstdc++.so.6 linked here that defines only up to GLIBCXX_3.4.28."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Dict, Iterable, List, Optional, Sequence
+
+import pytest
+
+from conftest import changed_report, findings_by_id, run_envdoctor
+from envdoctor.collect.elf import read_versions
+
+PY38 = Path(os.environ.get("PYENV_ROOT", Path.home() / ".pyenv")) / "versions" / "3.8.18" / "bin" / "python"
+CXX_EXTENSION = """
+#include <condition_variable>
+#include <mutex>
+std::mutex m; std::condition_variable cv; bool ready = true;
+extern "C" void wait_ready() { std::unique_lock<std::mutex> lock(m); cv.wait(lock, []{ return ready; }); }
+"""
+OLD_RUNTIME_LABELS = ["GLIBCXX_3.4"] + [f"GLIBCXX_3.4.{n}" for n in range(1, 29)] + ["CXXABI_1.3"] + [f"CXXABI_1.3.{n}" for n in range(1, 13)]
+needs_gcc = pytest.mark.skipif(not (shutil.which("g++") and shutil.which("gcc")), reason="needs g++ and gcc to build real ELF files")
+
+
+def conda_record(name: str, version: str, build: str, channel: str, files: Sequence[str] = (), depends: Sequence[str] = ()) -> dict:
+    """A conda-meta/<name>-<version>-<build>.json record as conda writes it: conda's PrefixRecord
+    (conda/conda conda/models/records.py: PackageRecord fields plus files, paths_data, link,
+    requested_spec), the channel dumped as its URL with the subdir."""
+    url = f"https://conda.anaconda.org/{channel}/linux-64/{name}-{version}-{build}.conda"
+    return {
+        "build": build,
+        "build_number": 0,
+        "channel": f"https://conda.anaconda.org/{channel}/linux-64",
+        "constrains": [],
+        "depends": list(depends),
+        "extracted_package_dir": f"/opt/conda/pkgs/{name}-{version}-{build}",
+        "files": list(files),
+        "fn": f"{name}-{version}-{build}.conda",
+        "license": "BSD-3-Clause",
+        "link": {"source": f"/opt/conda/pkgs/{name}-{version}-{build}", "type": 1},
+        "md5": "0" * 32,
+        "name": name,
+        "package_tarball_full_path": f"/opt/conda/pkgs/{name}-{version}-{build}.conda",
+        "paths_data": {"paths": [{"_path": f, "path_type": "hardlink", "sha256": "0" * 64, "size_in_bytes": 1} for f in files], "paths_version": 1},
+        "requested_spec": "None",
+        "sha256": "0" * 64,
+        "size": 1,
+        "subdir": "linux-64",
+        "timestamp": 1700000000000,
+        "url": url,
+        "version": version,
+    }
+
+
+class CondaEnv:
+    """A conda environment at <root>/envs/<name>: a real interpreter, conda-meta/, site-packages."""
+
+    def __init__(self, root: Path, name: str, interpreter: str):
+        self.root, self.prefix = root, root / "envs" / name
+        subprocess.run([interpreter, "-m", "venv", "--without-pip", str(self.prefix)], check=True)
+        (self.prefix / "conda-meta").mkdir()
+        self.python = self.prefix / "bin" / "python"
+        self.site = next((self.prefix / "lib").glob("python3.*")) / "site-packages"
+        self.record("python", "3.8.18", "h955ad1f_0", "pkgs/main", files=["bin/python3.8"])
+
+    def record(self, name: str, version: str, build: str, channel: str, files: Sequence[str] = (), depends: Sequence[str] = ()) -> None:
+        data = conda_record(name, version, build, channel, files, depends)
+        (self.prefix / "conda-meta" / f"{name}-{version}-{build}.json").write_text(json.dumps(data))
+
+    def dist_info(self, name: str, version: str, installer: str = "pip") -> str:
+        """A dist-info folder as pip (or conda's python packages) leave it; returns its path relative to the prefix."""
+        folder = self.site / f"{name.replace('-', '_')}-{version}.dist-info"
+        folder.mkdir()
+        (folder / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n\n")
+        (folder / "INSTALLER").write_text(installer + "\n")
+        (folder / "RECORD").write_text("")
+        return str(folder.relative_to(self.prefix))
+
+    def torch_files(self, version: str, cuda: Optional[str]) -> None:
+        package = self.site / "torch"
+        package.mkdir(exist_ok=True)
+        (package / "__init__.py").write_text("")
+        (package / "version.py").write_text(f"__version__ = '{version}'\ncuda = {cuda!r}\nhip = None\ngit_version = 'x'\n")
+
+
+def make_root(base: Path) -> Path:
+    """A Miniconda-like root: conda-meta/ and an executable bin/conda."""
+    root = base / "miniconda3"
+    (root / "conda-meta").mkdir(parents=True)
+    (root / "envs").mkdir()
+    conda = root / "bin" / "conda"
+    conda.parent.mkdir()
+    conda.write_text("#!/bin/sh\nexit 0\n")
+    conda.chmod(0o755)
+    return root
+
+
+def checked(python: Path, *extra: str, env: Optional[Dict[str, str]] = None, unset: Iterable[str] = ("CONDA_PREFIX", "CONDA_DEFAULT_ENV", "CONDA_SHLVL")) -> dict:
+    run = run_envdoctor("check", "--python", str(python), "--no-probe", "--no-save", "--no-redact", "--only", "conda", "--json", "-", *extra, env=env, unset=unset)
+    assert run.returncode in (0, 1), run
+    assert "Traceback" not in run.stderr
+    return run.json()
+
+
+def only(report: dict, check_id: str) -> dict:
+    [finding] = findings_by_id(report)[check_id]
+    return finding
+
+
+def commands(finding: dict) -> List[str]:
+    return [r["command"] for r in finding["remedies"] if r["command"]]
+
+
+@pytest.fixture(scope="session")
+def elf_files(tmp_path_factory) -> Dict[str, Path]:
+    """A C++ extension needing GLIBCXX_3.4.30 and a libstdc++.so.6 defining up to GLIBCXX_3.4.28, both built here."""
+    if not (shutil.which("g++") and shutil.which("gcc")):
+        pytest.skip("needs g++ and gcc to build real ELF files")
+    base = tmp_path_factory.mktemp("elf")
+    (base / "ext.cpp").write_text(CXX_EXTENSION)
+    subprocess.run(["g++", "-shared", "-fPIC", "-O1", "-o", str(base / "ext.so"), str(base / "ext.cpp")], check=True)
+    (base / "old.map").write_text("".join(f"{label} {{ global: v_{n}; }};\n" for n, label in enumerate(OLD_RUNTIME_LABELS)))
+    (base / "old.c").write_text("".join(f"int v_{n};\n" for n in range(len(OLD_RUNTIME_LABELS))))
+    runtime = base / "libstdc++.so.6"
+    subprocess.run(["gcc", "-shared", "-fPIC", "-o", str(runtime), str(base / "old.c"), f"-Wl,--version-script={base / 'old.map'}", "-Wl,-soname,libstdc++.so.6"], check=True)
+    return {"extension": base / "ext.so", "old_runtime": runtime}
+
+
+def mapush(base: Path, interpreter: str, elf: Dict[str, Path]) -> CondaEnv:
+    """The issue's environment: conda's pytorch 1.12.1 for CUDA 11.3 with cudatoolkit, MKL and Intel
+    OpenMP and an old libstdcxx-ng; then pip installed torch 2.1.0 (cu12 wheels) and a C++ extension."""
+    env = CondaEnv(make_root(base), "mapush", interpreter)
+    site = str(env.site.relative_to(env.prefix))
+    env.record("cudatoolkit", "11.3.1", "h2bc3f7f_2", "pkgs/main", files=["lib/libcudart.so.11.0", "lib/libcublas.so.11"])
+    env.record("pytorch", "1.12.1", "py3.8_cuda11.3_cudnn8.3.2_0", "pytorch", files=[f"{site}/torch-1.12.1.dist-info/METADATA", f"{site}/torch/version.py"], depends=["cudatoolkit >=11.3,<11.4", "mkl >=2018"])
+    env.record("mkl", "2021.4.0", "h06a4308_640", "pkgs/main", files=["lib/libmkl_core.so.1", "lib/libmkl_intel_thread.so.1"], depends=["intel-openmp 2021.*"])
+    env.record("intel-openmp", "2021.4.0", "h06a4308_3561", "pkgs/main", files=["lib/libiomp5.so", "lib/libiomp5_db.so"])
+    env.record("libstdcxx-ng", "9.3.0", "hd4cf53a_17", "pkgs/main", files=["lib/libstdc++.so.6", "lib/libstdc++.so.6.0.28"])
+    env.dist_info("torch", "2.1.0")
+    env.torch_files("2.1.0", "12.1")
+    (env.site / "torch" / "lib").mkdir()
+    shutil.copy(elf["old_runtime"], env.site / "torch" / "lib" / "libgomp-a34b3233.so.1")
+    env.dist_info("nvidia-cublas-cu12", "12.1.3.1")
+    shutil.copy(elf["extension"], env.site / "fancy_ext.cpython-38-x86_64-linux-gnu.so")
+    shutil.copy(elf["old_runtime"], env.prefix / "lib" / "libstdc++.so.6")
+    return env
+
+
+@pytest.fixture(scope="session")
+def mapush_env(tmp_path_factory, elf_files) -> CondaEnv:
+    return mapush(tmp_path_factory.mktemp("conda"), sys.executable, elf_files)
+
+
+def test_records_activation_and_manager_are_recorded(mapush_env):
+    facts = checked(mapush_env.python)["facts"]["target"]["conda"]
+    by_name = {r["name"]: r for r in facts["records"]}
+    assert by_name["cudatoolkit"] == {
+        "name": "cudatoolkit", "version": "11.3.1", "build": "h2bc3f7f_2", "channel": "pkgs/main", "python_dists": [],
+        "libraries": ["libcudart.so.11.0", "libcublas.so.11"], "depends": [],
+    }
+    assert by_name["pytorch"]["python_dists"] == [f"{mapush_env.site.relative_to(mapush_env.prefix)}/torch-1.12.1.dist-info"]
+    assert "libraries" not in by_name["python"]
+    assert facts["manager"] == {"path": str(mapush_env.root / "bin" / "conda"), "kind": "conda", "via": "root"}
+    assert (facts["name"], facts["root"], facts["records_total"], facts["truncated"]) == ("mapush", str(mapush_env.root), 6, None)
+    runtime = facts["cxx_runtime"]
+    assert runtime["loaded"]["via"] == "env" and runtime["env_library"]["glibcxx"] == "3.4.28"
+    assert runtime["requirements"] == [{"path": f"{mapush_env.site.relative_to(mapush_env.prefix)}/fancy_ext.cpython-38-x86_64-linux-gnu.so", "glibcxx": "3.4.30", "cxxabi": "1.3"}]
+
+
+def test_cuda_majors_mixed_across_conda_and_pip(mapush_env):
+    finding = only(checked(mapush_env.python), "conda.mixed-cuda")
+    assert finding["severity"] == "error"
+    assert finding["evidence"]["conda"]["11"] == ["cudatoolkit 11.3.1 (pkgs/main::h2bc3f7f_2)", "pytorch 1.12.1 (pytorch::py3.8_cuda11.3_cudnn8.3.2_0)"]
+    assert finding["evidence"]["pip"] == {"12": ["nvidia-cublas-cu12==12.1.3.1"]}
+    assert commands(finding)[0] == f"{mapush_env.root}/bin/conda remove -p {mapush_env.prefix} cudatoolkit pytorch"
+
+
+def test_conda_and_pip_torch_says_which_loads(mapush_env):
+    finding = only(checked(mapush_env.python), "conda.two-torches")
+    assert finding["evidence"]["loaded"] == f"torch 2.1.0 by pip in {mapush_env.site}"
+    assert "torch/version.py there says 2.1.0 (CUDA 12.1)" in finding["explanation"]
+    conda = f"{mapush_env.root}/bin/conda"
+    assert commands(finding) == [
+        f"{mapush_env.python} -m pip uninstall -y torch && {conda} install -p {mapush_env.prefix} --force-reinstall pytorch==1.12.1 -c pytorch",
+        f"{conda} remove -p {mapush_env.prefix} --force pytorch && {mapush_env.python} -m pip install --force-reinstall torch==2.1.0",
+    ]
