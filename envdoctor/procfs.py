@@ -29,6 +29,7 @@ PAGE_SIZE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 
 CpuTimes = namedtuple("CpuTimes", "user system")
 MemoryInfo = namedtuple("MemoryInfo", "rss vms")
+VirtualMemory = namedtuple("VirtualMemory", "total available")
 
 
 class Error(Exception):
@@ -52,6 +53,21 @@ def read(pid: int, name: str) -> bytes:
         raise AccessDenied(pid) from None
     except OSError:
         raise NoSuchProcess(pid) from None
+
+
+def virtual_memory() -> VirtualMemory:
+    """RAM in bytes from /proc/meminfo (MemAvailable is missing before Linux 3.14: MemFree then)."""
+    try:
+        with open("/proc/meminfo", "rb") as stream:
+            lines = stream.read().decode("ascii", "replace").splitlines()
+    except OSError:
+        raise AccessDenied("/proc/meminfo") from None
+    kib = {}
+    for line in lines:
+        name, _, rest = line.partition(":")
+        if rest.split()[:1] and rest.split()[0].isdigit():
+            kib[name] = int(rest.split()[0])
+    return VirtualMemory(kib.get("MemTotal", 0) * 1024, kib.get("MemAvailable", kib.get("MemFree", 0)) * 1024)
 
 
 def stat_fields(pid: int) -> List[str]:
