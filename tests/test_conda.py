@@ -69,6 +69,7 @@ class CondaEnv:
         self.python = self.prefix / "bin" / "python"
         self.site = next((self.prefix / "lib").glob("python3.*")) / "site-packages"
         self.record("python", "3.8.18", "h955ad1f_0", "pkgs/main", files=["bin/python3.8"])
+        self.record("pip", "23.3.1", "py38h06a4308_0", "pkgs/main", files=[self.dist_info("pip", "23.3.1", installer="conda") + "/METADATA"])
 
     def record(self, name: str, version: str, build: str, channel: str, files: Sequence[str] = (), depends: Sequence[str] = ()) -> None:
         data = conda_record(name, version, build, channel, files, depends)
@@ -97,7 +98,7 @@ def make_root(base: Path) -> Path:
     (root / "envs").mkdir()
     conda = root / "bin" / "conda"
     conda.parent.mkdir()
-    conda.write_text("#!/bin/sh\nexit 0\n")
+    conda.write_text(f"#!/bin/sh\necho \"$@\" >> {root / 'conda-ran.log'}\n")
     conda.chmod(0o755)
     return root
 
@@ -168,7 +169,7 @@ def test_records_activation_and_manager_are_recorded(mapush_env):
     assert by_name["pytorch"]["python_dists"] == [f"{mapush_env.site.relative_to(mapush_env.prefix)}/torch-1.12.1.dist-info"]
     assert "libraries" not in by_name["python"]
     assert facts["manager"] == {"path": str(mapush_env.root / "bin" / "conda"), "kind": "conda", "via": "root"}
-    assert (facts["name"], facts["root"], facts["records_total"], facts["truncated"]) == ("mapush", str(mapush_env.root), 6, None)
+    assert (facts["name"], facts["root"], facts["records_total"], facts["truncated"]) == ("mapush", str(mapush_env.root), 7, None)
     runtime = facts["cxx_runtime"]
     assert runtime["loaded"]["via"] == "env" and runtime["env_library"]["glibcxx"] == "3.4.28"
     assert runtime["requirements"] == [{"path": f"{mapush_env.site.relative_to(mapush_env.prefix)}/fancy_ext.cpython-38-x86_64-linux-gnu.so", "glibcxx": "3.4.30", "cxxabi": "1.3"}]
@@ -191,3 +192,133 @@ def test_conda_and_pip_torch_says_which_loads(mapush_env):
         f"{mapush_env.python} -m pip uninstall -y torch && {conda} install -p {mapush_env.prefix} --force-reinstall pytorch==1.12.1 -c pytorch",
         f"{conda} remove -p {mapush_env.prefix} --force pytorch && {mapush_env.python} -m pip install --force-reinstall torch==2.1.0",
     ]
+
+
+def test_extension_needs_newer_libstdcxx_than_the_env_loads(mapush_env):
+    finding = only(checked(mapush_env.python), "conda.cxx-runtime")
+    assert finding["severity"] == "error"
+    assert finding["title"].startswith("1 extension(s) need GLIBCXX_3.4.30, but the libstdc++ that loads (")
+    assert finding["evidence"]["loaded"]["via"] == "env"
+    assert finding["evidence"]["needing"] == [f"{mapush_env.site.relative_to(mapush_env.prefix)}/fancy_ext.cpython-38-x86_64-linux-gnu.so: GLIBCXX_3.4.30 CXXABI_1.3"]
+    assert commands(finding)[0] == f"{mapush_env.root}/bin/conda install -p {mapush_env.prefix} -c conda-forge 'libstdcxx-ng>=12'"
+
+
+def test_ld_library_path_runtime_is_the_one_judged(mapush_env, elf_files, tmp_path):
+    """A folder on LD_LIBRARY_PATH beats the env's lib/: the system's copy put there satisfies the extension."""
+    system = read_versions("/usr/lib/x86_64-linux-gnu/libstdc++.so.6") if os.path.exists("/usr/lib/x86_64-linux-gnu/libstdc++.so.6") else None
+    if system is None or "GLIBCXX_3.4.30" not in system.defines:
+        pytest.skip("the system's libstdc++ does not provide GLIBCXX_3.4.30")
+    shutil.copy("/usr/lib/x86_64-linux-gnu/libstdc++.so.6", tmp_path / "libstdc++.so.6")
+    report = checked(mapush_env.python, env={"LD_LIBRARY_PATH": str(tmp_path)})
+    assert report["facts"]["target"]["conda"]["cxx_runtime"]["loaded"]["via"] == "LD_LIBRARY_PATH"
+    assert "conda.cxx-runtime" not in findings_by_id(report)
+
+
+def test_conda_openmp_beside_the_libgomp_pip_torch_bundles(mapush_env):
+    finding = only(checked(mapush_env.python), "conda.openmp-mixed")
+    assert finding["severity"] == "warning"
+    assert finding["evidence"]["conda"] == {"libiomp5": ["intel-openmp 2021.4.0 (pkgs/main::h06a4308_3561)"]}
+    assert finding["evidence"]["pip"] == {"libgomp": [f"{mapush_env.site}/torch/lib/libgomp-a34b3233.so.1"]}
+    assert "MKL_THREADING_LAYER=INTEL is incompatible with libgomp.so.1" in finding["explanation"]
+    assert commands(finding)[0] == "export MKL_THREADING_LAYER=GNU"
+
+
+@pytest.mark.parametrize(
+    "active, expected",
+    [
+        ({}, "No conda environment is active"),
+        ({"CONDA_PREFIX": "{root}", "CONDA_DEFAULT_ENV": "base", "PATH": "{root}/bin:{path}"}, "Another conda environment is active (base)"),
+        ({"CONDA_PREFIX": "{prefix}", "CONDA_DEFAULT_ENV": "mapush", "PATH": "{prefix}/bin:{path}"}, None),
+    ],
+    ids=["none-active", "base-active", "this-active"],
+)
+def test_env_not_active(mapush_env, active, expected):
+    values = {"root": mapush_env.root, "prefix": mapush_env.prefix, "path": os.environ["PATH"]}
+    report = checked(mapush_env.python, env={k: v.format(**values) for k, v in active.items()})
+    found = findings_by_id(report).get("conda.env-not-active", [])
+    if expected is None:
+        assert found == []
+        return
+    [finding] = found
+    assert finding["title"].startswith(expected) and finding["severity"] == "warning"
+    assert commands(finding)[0] == f"conda activate {mapush_env.prefix}"
+
+
+def test_active_env_while_another_interpreter_is_diagnosed(mapush_env, tmp_path):
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(tmp_path / "plain")], check=True)
+    env = {"CONDA_PREFIX": str(mapush_env.prefix), "CONDA_DEFAULT_ENV": "mapush", "PATH": f"{mapush_env.prefix}/bin:{os.environ['PATH']}"}
+    finding = only(checked(tmp_path / "plain" / "bin" / "python", env=env), "conda.active-env-not-diagnosed")
+    assert finding["evidence"]["python_on_path"] == f"{mapush_env.prefix}/bin/python"
+    assert commands(finding) == [f"envdoctor check --python {mapush_env.prefix}/bin/python"]
+
+
+def test_plain_venv_skips_the_conda_checks(tmp_path):
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(tmp_path / "plain")], check=True)
+    report = checked(tmp_path / "plain" / "bin" / "python")
+    conda_runs = [c for c in report["checks"] if c["id"].startswith("conda.")]
+    assert len(conda_runs) == 6 and not [f for f in report["findings"] if f["id"].startswith("conda.")]
+    assert {(c["status"], c["reason"]) for c in conda_runs} == {("skipped", "not a conda environment")}
+
+
+@needs_gcc
+@pytest.mark.slow
+@pytest.mark.skipif(not PY38.exists(), reason="needs pyenv's Python 3.8.18")
+def test_every_conda_check_under_python_38(tmp_path, elf_files):
+    env = mapush(tmp_path, str(PY38), elf_files)
+    report = checked(env.python)
+    assert report["facts"]["target"]["python"]["version"] == "3.8.18"
+    found = findings_by_id(report)
+    assert set(found) == {"conda.mixed-cuda", "conda.two-torches", "conda.cxx-runtime", "conda.openmp-mixed", "conda.env-not-active"}
+    assert "doctor.check-crashed" not in found
+
+
+def isaac(base: Path, interpreter: str) -> CondaEnv:
+    """NVIDIA's Isaac Gym setup: a Python 3.8 env whose torch and torchvision came from conda."""
+    env = CondaEnv(make_root(base), "rlgpu", interpreter)
+    for name, version, build, channel in (("pytorch", "1.12.1", "py3.8_cuda11.3_cudnn8.3.2_0", "pytorch"), ("torchvision", "0.13.1", "py38_cu113", "pytorch")):
+        env.record(name, version, build, channel, files=[env.dist_info("torch" if name == "pytorch" else name, version, installer="conda") + "/METADATA"])
+    env.record("cudatoolkit", "11.3.1", "h2bc3f7f_2", "pkgs/main", files=["lib/libcudart.so.11.0"])
+    env.torch_files("1.12.1", "11.3")
+    return env
+
+
+@pytest.fixture(scope="session")
+def isaac_env(tmp_path_factory) -> CondaEnv:
+    if not PY38.exists():
+        pytest.skip("needs pyenv's Python 3.8.18")
+    return isaac(tmp_path_factory.mktemp("isaac"), str(PY38))
+
+
+@pytest.mark.parametrize(
+    "cuda, install",
+    [
+        ("11.6", ["pytorch==1.13.1", "torchvision==0.14.1", "pytorch-cuda=11.6", "-c", "pytorch", "-c", "nvidia"]),
+        ("11.3", ["pytorch==1.12.1", "torchvision==0.13.1", "cudatoolkit=11.3", "-c", "pytorch"]),
+    ],
+)
+def test_pin_cuda_plans_in_conda_terms_where_conda_installed_torch(isaac_env, cuda, install):
+    run = run_envdoctor("fix", "--pin-cuda", cuda, "--python", str(isaac_env.python), "--json", "-")
+    assert run.returncode == 0, run
+    plan = run.json()["plan"]
+    assert (plan["installer"], plan["refusal"]) == ("conda", None)
+    [conda_step] = [s for s in plan["steps"] if s["kind"] == "install"]
+    assert conda_step["argv"] == [str(isaac_env.root / "bin" / "conda"), "install", "-y", "-p", str(isaac_env.prefix), *install]
+    assert [s["status"] for s in plan["steps"] if s["kind"] == "uninstall"] == ["skipped"]
+
+
+def test_pin_cuda_apply_of_a_conda_plan_is_refused_before_anything_runs(isaac_env):
+    records = sorted(p.name for p in (isaac_env.prefix / "conda-meta").iterdir())
+    run = run_envdoctor("fix", "--pin-cuda", "11.6", "--python", str(isaac_env.python), "--apply", "--yes")
+    assert run.returncode == 2, run
+    assert run.stderr.startswith("envdoctor: error: --apply records and rolls back pip and uv plans only") and run.stderr.count("\n") == 1
+    assert "Traceback" not in run.stderr
+    assert not (isaac_env.root / "conda-ran.log").exists()
+    assert sorted(p.name for p in (isaac_env.prefix / "conda-meta").iterdir()) == records
+
+
+def test_pin_cuda_refuses_to_mix_installers_where_both_put_a_torch(mapush_env):
+    run = run_envdoctor("fix", "--pin-cuda", "12.1", "--python", str(mapush_env.python), "--json", "-")
+    assert run.returncode == 1, run
+    plan = run.json()["plan"]
+    assert plan["steps"] == [] and plan["installer"] == "conda"
+    assert plan["refusal"].startswith("torch is installed by conda (pytorch 1.12.1 (pytorch::py3.8_cuda11.3_cudnn8.3.2_0)) and by pip (torch 2.1.0)")

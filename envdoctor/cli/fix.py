@@ -154,6 +154,8 @@ def fix(pin_cuda, torch_version, with_packages, mixed_wheels, threads, rollback,
         if plan.applicable and fmt == "text" and json_out != STDOUT:
             click.echo("\nNothing was changed. Run again with --apply to carry out the plan.")
         return EXIT_FINDINGS if plan.blocked else EXIT_OK
+    if plan.installer == "conda":
+        raise UsageError("--apply records and rolls back pip and uv plans only; run this plan's conda commands yourself (`conda install --revision N` undoes them)")
     confirm = applying.always if yes else prompt
     result = applying.apply(plan, installer, facts["target"].get("distributions", ()), report_dir, confirm, progress)
     show(plan, result, fmt, json_out)

@@ -5,6 +5,11 @@ The newest torch release with a cuXY build for the target's Python is chosen fro
 index form of that era. NVIDIA wheels of other CUDA families go, and so does anything that pins a
 torch the new one does not satisfy. The plan is refused when the driver is known to be too old or the
 GPU has no kernels in that build; when no build fits the Python, a new environment is planned instead.
+
+Where conda installed torch (a `pytorch` record owns the torch that loads), the plan is conda's own
+command from knowledge/conda_torch.csv (`pytorch==1.13.1 pytorch-cuda=11.6 -c pytorch -c nvidia`, or
+`cudatoolkit=` before 1.13); an environment where both installers put a torch is refused until one goes,
+so the two installers are never mixed silently.
 """
 
 from __future__ import annotations
@@ -13,15 +18,18 @@ import re
 from dataclasses import dataclass, replace
 from typing import Any, List, Mapping, Optional, Sequence, Tuple
 
+from envdoctor.checks import conda
 from envdoctor.checks.cuda import host_os
 from envdoctor.errors import UsageError
 from envdoctor.fix.installer import Installer
 from envdoctor.fix.new_env import choose, plan_new_environment
 from envdoctor.fix.plan import Expectation, Plan, Step, StepKind, StepStatus
-from envdoctor.checks.facts import distributions
+from envdoctor.checks.facts import distributions, normalize
 from envdoctor.fix.requires import families_installed, families_needed, pinning_other_torch, python_minor, target
 from envdoctor.fix.verify import import_torch_argv
 from envdoctor.knowledge import arches, drivers
+from envdoctor.knowledge.conda import CondaBuild, builds, builds_for
+from envdoctor.knowledge.conda import install_args as conda_install_args
 from envdoctor.knowledge.torch_matrix import TorchRelease, find, install_args, releases, variant_tag
 from envdoctor.knowledge.wheels import torch_family
 
@@ -187,9 +195,96 @@ def plan_new_environment_for(facts: Mapping[str, Any], request: Request, named: 
     return replace(plan, refusal=f"{refusal}; besides, {no_fit}", alternative=False) if refusal else plan
 
 
+def conda_refusal(facts: Mapping[str, Any], request: Request, reason: str) -> Plan:
+    return Plan(
+        action="pin-cuda",
+        title=f"Pin torch to CUDA {request.cuda} in the conda environment {conda.environment(facts).get('prefix')}",
+        python=target(facts).get("python", {}).get("executable") or "python",
+        installer="conda",
+        steps=(),
+        refusal=reason,
+    )
+
+
+def conda_build(facts: Mapping[str, Any], request: Request, named: Optional[TorchRelease]) -> Optional[CondaBuild]:
+    """The newest conda build for the asked CUDA that fits the target's Python (of the named release if any)."""
+    fitting = [b for b in builds_for(request.cuda, python_minor(facts)) if named is None or b.torch == named.torch]
+    return fitting[-1] if fitting else None
+
+
+def pip_family_step(facts: Mapping[str, Any], installer: Installer, family: Optional[str]) -> Step:
+    """pip's NVIDIA wheels of other families go with pip, which installed them, said in the step itself."""
+    stray = sorted(d["name"] for major, dists in conda.pip_cuda_majors(facts).items() if f"cu{major}" != family for d in dists)
+    return uninstall_step(
+        installer, stray,
+        "Remove pip's NVIDIA wheels of other CUDA families, with pip, which installed them",
+        f"conda's torch uses conda's CUDA libraries; pip's wheels of another family beside them get mixed into one process",
+        "pip installed no NVIDIA wheels of another CUDA family",
+    )
+
+
+def plan_conda_pin_cuda(facts: Mapping[str, Any], installer: Installer, request: Request, named: Optional[TorchRelease]) -> Plan:
+    """The plan in conda's terms, for an environment whose torch conda installed."""
+    build = conda_build(facts, request, named)
+    minor = python_minor(facts)
+    if build is None:
+        known = ", ".join(sorted({f"{b.torch}+cuda{b.cuda}" for b in builds()}))
+        return conda_refusal(facts, request, (
+            f"PyTorch published no conda build {'of torch ' + named.torch + ' ' if named else ''}for CUDA {request.cuda} and Python {minor} "
+            f"(conda builds: {known}); a pip torch here would mix installers: remove conda's pytorch first, then plan again"
+        ))
+    release = find(build.torch)
+    refusal, notes = hardware_verdict(facts, release, request)
+    present = set(distributions(facts)) | set(conda.records(facts))
+    companions = [n for n in COMPANIONS if n in present or n in request.with_packages]
+    args = conda_install_args(build, companions)
+    prefix = str(conda.environment(facts).get("prefix"))
+    family = torch_family(request.cuda)
+    steps = (
+        pip_family_step(facts, installer, family),
+        Step(StepKind.INSTALL, f"Install {' '.join(a for a in args if '=' in a)} with conda", f"conda installed this torch; {build.source}", argv=(conda.manager(facts), "install", "-y", "-p", prefix, *args)),
+        Step(StepKind.VERIFY, f"Check that torch {build.torch} imports", "a fresh interpreter loads the new stack", argv=import_torch_argv(installer.python)),
+    )
+    return Plan(
+        action="pin-cuda",
+        title=f"Pin torch to CUDA {request.cuda} with conda: pytorch {build.torch} for Python {minor}",
+        python=installer.python,
+        installer="conda",
+        steps=steps,
+        refusal=refusal,
+        notes=notes + ("conda records each change: `conda list --revisions` lists them and `conda install --revision N` returns to one",),
+        expect=Expectation(torch_version=build.torch, torch_imports=True),
+    )
+
+
+def conda_installed_torch(facts: Mapping[str, Any], request: Request, installer: Installer, named: Optional[TorchRelease]) -> Optional[Plan]:
+    """The conda plan, or a refusal when conda and pip both put a torch here; None where pip's plan applies."""
+    record = conda.conda_torch(facts)
+    if record is None:
+        return None
+    pip_torches = [d for d in conda.all_distributions(facts) if normalize(str(d.get("name"))) == "torch" and conda.installed_by(facts, d) == "pip"]
+    if pip_torches:
+        return conda_refusal(facts, request, (
+            f"torch is installed by conda ({conda.shown(record)}) and by pip (torch {pip_torches[0].get('version')}); "
+            "planning with either would mix the two installers: keep one first (see the conda.two-torches finding of envdoctor check)"
+        ))
+    return plan_conda_pin_cuda(facts, installer, request, named)
+
+
+def conda_cuda_note(facts: Mapping[str, Any]) -> Tuple[str, ...]:
+    """In a conda environment pip plans for pip's torch only; what conda installed stays, and is said to."""
+    cuda_records = [conda.shown(r) for rs in conda.conda_cuda_majors(facts).values() for r in rs]
+    if not cuda_records:
+        return ()
+    return (f"conda installed CUDA packages here ({', '.join(cuda_records)}); this plan changes only what pip installed, and `envdoctor check` judges the two together (conda.mixed-cuda)",)
+
+
 def plan_pin_cuda(facts: Mapping[str, Any], installer: Installer, request: Request) -> Plan:
     """The plan for `fix --pin-cuda`; pure: facts in, plan out."""
     named = validate(request)
+    conda_plan = conda_installed_torch(facts, request, installer, named)
+    if conda_plan is not None:
+        return conda_plan
     release = choose_release(facts, request, named)
     if release is None:
         return plan_new_environment_for(facts, request, named)
@@ -228,7 +323,7 @@ def plan_pin_cuda(facts: Mapping[str, Any], installer: Installer, request: Reque
         installer=installer.name,
         steps=steps,
         refusal=refusal,
-        notes=notes + same_variant_note(facts, release, cuda) + dependents_note(facts, other_families),
+        notes=notes + same_variant_note(facts, release, cuda) + dependents_note(facts, other_families) + conda_cuda_note(facts),
         expect=Expectation(
             installed=dict(p.split("==", 1) for p in pins),
             absent=tuple(stray) + tuple(sorted(pinning)),
