@@ -12,7 +12,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Iterable, List, Mapping, Optional, Sequence, Tuple
+from typing import Iterable, List, Mapping, NamedTuple, Optional, Sequence, Tuple
 
 from envdoctor import __version__, proc, redact
 from envdoctor.checks.registry import load_checks, select
@@ -20,9 +20,10 @@ from envdoctor.checks.runner import run_checks
 from envdoctor.collect import CollectContext, gather, timed
 from envdoctor.collect.imports import ImportOptions
 from envdoctor.collect.imports import collect as collect_imports
+from envdoctor.diagnosis.judge import link_and_rank
 from envdoctor.errors import ReportReadError
 from envdoctor.files import nested_deeper, read_regular
-from envdoctor.model import SCHEMA_VERSION, CheckRun, Finding, Remedy, Report, Severity
+from envdoctor.model import SCHEMA_VERSION, Cause, CheckRun, Finding, Remedy, Report, Severity
 from envdoctor.probe import ProbeOptions, run_probe
 from envdoctor.probe.result import ProbeResult
 
@@ -49,14 +50,26 @@ def plugin_failure(name: str, error: str) -> Finding:
     )
 
 
-def judge(facts: Mapping, probe: Optional[Mapping], selection: Selection, run: Optional[Mapping] = None) -> Tuple[List[Finding], List[CheckRun], float]:
+class Judgement(NamedTuple):
+    """What judging gave: the findings, each check's and linking rule's run, the ranked diagnosis, the time (ms)."""
+
+    findings: List[Finding]
+    runs: List[CheckRun]
+    diagnosis: Tuple[Cause, ...]
+    judge_ms: float
+
+
+def judge(facts: Mapping, probe: Optional[Mapping], selection: Selection, run: Optional[Mapping] = None) -> Judgement:
     """Findings and check records for `facts` (the probe's result is judged as the `probe` facts, what
-    `envdoctor run` saw as the `run` facts), and how long judging took in milliseconds."""
+    `envdoctor run` saw as the `run` facts), linked into a diagnosis."""
     started = time.perf_counter()
     checks, failures = load_checks()
-    findings, runs = run_checks(select(checks, selection.only, selection.skip), {**facts, "probe": probe, "run": run})
-    findings = sorted([plugin_failure(n, e) for n, e in failures] + findings, key=lambda f: -f.severity.rank)
-    return findings, runs, (time.perf_counter() - started) * 1000
+    judged = {**facts, "probe": probe, "run": run}
+    findings, runs = run_checks(select(checks, selection.only, selection.skip), judged)
+    findings = [plugin_failure(n, e) for n, e in failures] + findings
+    diagnosis, crashed, link_runs = link_and_rank(judged, findings, selection.skip)
+    findings = sorted(findings + crashed, key=lambda f: -f.severity.rank)
+    return Judgement(findings, runs + link_runs, diagnosis, (time.perf_counter() - started) * 1000)
 
 
 def now() -> str:
@@ -138,17 +151,18 @@ def judged_report(
     run: Optional[Mapping] = None,
 ) -> Report:
     """Judge the facts (and the probe's result, and the command's run) into a report that is safe to publish."""
-    findings, runs, judge_ms = judge(facts, probe_result, selection, run)
+    judged = judge(facts, probe_result, selection, run)
     report = Report(
         tool_version=__version__,
         created=now(),
         target_python=python,
         facts=facts,
-        findings=tuple(findings),
-        checks=tuple(runs),
+        findings=tuple(judged.findings),
+        checks=tuple(judged.runs),
         probe=probe_result,
-        timings_ms={**timings, "judge": judge_ms},
+        timings_ms={**timings, "judge": judged.judge_ms},
         run=run,
+        diagnosis=judged.diagnosis,
     )
     return make_safe(report, environ, redact_paths)
 
@@ -190,13 +204,14 @@ def bounded_read(path: Path) -> bytes:
 
 def rejudge(report: Report, selection: Selection) -> Report:
     """A recorded report judged again by the current checks; its facts and probe are kept as recorded."""
-    findings, runs, judge_ms = judge(report.facts, report.probe, selection, report.run)
+    judged = judge(report.facts, report.probe, selection, report.run)
     return replace(
         report,
         tool_version=__version__,
-        findings=tuple(findings),
-        checks=tuple(runs),
-        timings_ms={**report.timings_ms, "judge": judge_ms},
+        findings=tuple(judged.findings),
+        checks=tuple(judged.runs),
+        diagnosis=judged.diagnosis,
+        timings_ms={**report.timings_ms, "judge": judged.judge_ms},
         schema_version=SCHEMA_VERSION,
     )
 

@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Optional, Tuple
 
-SCHEMA_VERSION = "1.0"
+SCHEMA_VERSION = "1.1"  # 1.1: the `diagnosis` section
 
 
 class Severity(enum.Enum):
@@ -159,12 +159,60 @@ class CheckRun:
         )
 
 
+CONFIDENCES = ("confirmed", "likely", "possible", "none")
+
+
+@dataclass(frozen=True)
+class Cause:
+    """One entry of a report's diagnosis: the finding that explains a failure (its id), how sure the
+    doctor is, the evidence that links it to what was seen, and the one step to take first.
+
+    confirmed: an experiment or an exact match shows it (a setting that makes the crash go away, the
+    crashing frame is code from the model file); likely: one strong link (the GPU was full just before
+    the segfault); possible: it can cause such failures, nothing ties it to this one; none: nothing
+    known fits, and the remedy is the next step to learn more."""
+
+    id: str
+    confidence: str
+    summary: str
+    evidence: Tuple[str, ...] = ()
+    remedy: Optional[Remedy] = None
+    rule: str = ""
+
+    @property
+    def rank(self) -> int:
+        return CONFIDENCES.index(self.confidence)
+
+    def to_json(self) -> dict:
+        return {
+            "id": self.id,
+            "confidence": self.confidence,
+            "summary": self.summary,
+            "evidence": list(self.evidence),
+            "remedy": None if self.remedy is None else self.remedy.to_json(),
+            "rule": self.rule,
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> "Cause":
+        remedy = data.get("remedy")
+        return cls(
+            id=data["id"],
+            confidence=data["confidence"] if data.get("confidence") in CONFIDENCES else "possible",
+            summary=data["summary"],
+            evidence=tuple(str(e) for e in data.get("evidence", ())),
+            remedy=None if remedy is None else Remedy.from_json(remedy),
+            rule=data.get("rule", ""),
+        )
+
+
 @dataclass(frozen=True)
 class Report:
     """One diagnosis: the facts gathered, the findings judged from them, and how long each part took.
 
     `probe` is the crash-isolated probe ladder's result, kept as plain JSON-able data (None when the
     ladder was not run). `run` is what `envdoctor run` saw of the user's command (None otherwise).
+    `diagnosis` ranks the findings that explain a failure, most likely cause first.
     """
 
     tool_version: str
@@ -177,6 +225,7 @@ class Report:
     timings_ms: Mapping[str, float] = field(default_factory=dict)
     schema_version: str = SCHEMA_VERSION
     run: Optional[Mapping[str, Any]] = None
+    diagnosis: Tuple[Cause, ...] = ()
 
     def to_json(self) -> dict:
         data = {
@@ -185,6 +234,7 @@ class Report:
             "created": self.created,
             "target_python": self.target_python,
             "facts": dict(self.facts),
+            "diagnosis": [c.to_json() for c in self.diagnosis],
             "findings": [f.to_json() for f in self.findings],
             "checks": [c.to_json() for c in self.checks],
             "probe": None if self.probe is None else dict(self.probe),
@@ -207,4 +257,5 @@ class Report:
             probe=data.get("probe"),
             timings_ms=dict(data.get("timings_ms", {})),
             run=data.get("run"),
+            diagnosis=tuple(Cause.from_json(c) for c in data.get("diagnosis", ())),
         )

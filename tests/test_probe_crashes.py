@@ -75,7 +75,7 @@ def ladder_until(environ: dict, stage: str, timeout: float = 60.0):
 
 
 def finding_ids(probe: dict) -> list:
-    findings, _, _ = engine.judge({}, probe, engine.Selection(only=("probe",)))
+    findings, _, _, _ = engine.judge({}, probe, engine.Selection(only=("probe",)))
     return findings
 
 

@@ -64,7 +64,7 @@ def test_text_without_a_dump_parses_to_none():
 
 def judged(*stages: StageResult) -> dict:
     probe = ProbeResult("python", Ending.COMPLETED, stages, 1.0).to_json()
-    findings, runs, _ = engine.judge({}, probe, engine.Selection(only=("probe", "threads.multiple-openmp")))
+    findings, runs, _, _ = engine.judge({}, probe, engine.Selection(only=("probe", "threads.multiple-openmp")))
     return {f.id: f for f in findings}
 
 

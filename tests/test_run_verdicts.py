@@ -36,7 +36,7 @@ def recorded_run(signal_name="SIGSEGV", gpu_used=(70 * GIB, 79 * GIB), output=()
 
 def judge_run(run):
     """The run checks' findings on a recorded run section, through the one check runner."""
-    findings, runs, _ = judge({}, None, Selection(only=("run",)), run)
+    findings, runs, _, _ = judge({}, None, Selection(only=("run",)), run)
     assert runs and all(r.status.value != "crashed" for r in runs), runs
     return findings
 

@@ -6,14 +6,20 @@ import tempfile
 from pathlib import Path
 from typing import Mapping, Sequence
 
-from envdoctor.capture import gdb, record
-from envdoctor.capture.supervise import Settings, Supervisor
+from envdoctor.capture import gdb, opened, record
+from envdoctor.capture.exceptions import last_exception
+from envdoctor.capture.supervise import Settings, Supervisor, child_environment
 
 
 def run_command(argv: Sequence[str], settings: Settings, environ: Mapping[str, str]) -> dict:
-    """Run `argv` to its end and return the report's `run` section for it."""
+    """Run `argv` to its end and return the report's `run` section for it, with what its Python
+    processes said about themselves (their interpreter and environment, the files they opened)."""
     with tempfile.TemporaryDirectory(prefix="envdoctor-run-") as workdir:
         command, log = (gdb.wrap(argv, Path(workdir)) if settings.under_gdb else (list(argv), None))
-        seen = Supervisor(command, settings, environ).run()
+        hook = opened.hook_environment(Path(workdir), environ)
+        seen = Supervisor(command, settings, {**environ, **hook}).run()
         seen.argv = tuple(argv)
-        return record.build(seen, settings, gdb.read_log(log) if log else "")
+        run = record.build(seen, settings, gdb.read_log(log) if log else "")
+        run["exception"] = last_exception(seen.tail.stderr_text())
+        run.update(opened.read(Path(workdir) / "audit.log", child_environment(environ)[0], hook))
+        return run

@@ -2,12 +2,9 @@
 error, and each module that a file elsewhere on sys.path shadows.
 
 Pure: everything comes from facts["imports"] (collect/imports.py), so `check --from` re-judges a
-recorded run with newer rules. A failure is classified from its exception and what the import printed:
-NumPy's own messages for an extension built for the other NumPy ABI (numpy/_core/_multiarray_umath.py,
-numpy/core/__init__.py; "numpy.dtype size changed" from Cython's type-size check), the dynamic
-loader's messages (`version 'GLIBC_2.34' not found`, `cannot open shared object file`, `undefined
-symbol`), and CPython's ("partially initialized module", "No module named"). Library and module
-names map to what provides them through knowledge/nvidia_wheels.csv and knowledge/import_names.csv.
+recorded run with newer rules. A failure is classified from its exception and what the import printed
+by the classifier that `run` and the probe share (envdoctor/failures.py). Library and module names
+map to what provides them through knowledge/nvidia_wheels.csv and knowledge/import_names.csv.
 """
 
 from __future__ import annotations
@@ -15,7 +12,6 @@ from __future__ import annotations
 import os
 import re
 import shlex
-from dataclasses import dataclass
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 from packaging.requirements import InvalidRequirement, Requirement
@@ -23,38 +19,14 @@ from packaging.requirements import InvalidRequirement, Requirement
 from envdoctor.checks import check
 from envdoctor.checks.facts import distributions, installed_version, normalize, variables
 from envdoctor.checks.wheels import installer_command, target_python, torch_build
+from envdoctor.failures import Failure, classify_message, first_line
 from envdoctor.knowledge import rows, wheels
 from envdoctor.model import Finding, Remedy, Severity
 
 STACK = ("torch", "numpy", "stable-baselines3", "sb3-contrib", "gymnasium")
-NUMPY_ABI = re.compile(
-    r"numpy\.dtype size changed|compiled using NumPy 1\.x cannot be run in|_ARRAY_API not found|"
-    r"numpy\.core\.(multiarray|umath) failed to import|No module named 'numpy\.core\._multiarray_umath'"
-)
-GLIBC = re.compile(r"version [`'](GLIBC_[\d.]+)' not found")
-LIBSTDCXX = re.compile(r"version [`']((?:GLIBCXX|CXXABI)_[\d.]+)' not found")
-MISSING_LIBRARY = re.compile(r"([\w.+-]+\.so[\w.]*): cannot open shared object file")
-UNDEFINED_SYMBOL = re.compile(r"undefined symbol: (\S+)")
-CIRCULAR = re.compile(r"partially initialized module '([^']+)'")
-NO_MODULE = re.compile(r"No module named '([^']+)'")
 EXTRA = re.compile(r"""extra\s*==\s*['"]([^'"]+)['"]""")
 SONAME = re.compile(r"^(lib[\w+-]+)\.so\.(\d+)")
 BINARY_KINDS = ("numpy-abi", "glibc", "libstdcxx", "undefined-symbol", "crashed")
-
-
-@dataclass(frozen=True)
-class Failure:
-    """A failed import, classified: its kind, the name the error gives (library, module, symbol), its first line."""
-
-    kind: str
-    what: str
-    named: str
-    first_line: str
-
-
-def first_line(text: str) -> str:
-    lines = [line.strip() for line in (text or "").splitlines() if line.strip()]
-    return lines[0][:300] if lines else ""
 
 
 def error_line(result: Mapping[str, Any]) -> str:
@@ -76,25 +48,6 @@ def classify(result: Mapping[str, Any]) -> Failure:
     error = result.get("error") or {}
     message = f"{error.get('type')}: {error.get('message', '')}"
     return classify_message(message, f"{message}\n{result.get('output', '')}", line)
-
-
-def classify_message(message: str, text: str, line: str) -> Failure:
-    if NUMPY_ABI.search(text):
-        return Failure("numpy-abi", "was built for another NumPy ABI", "", line)
-    for kind, pattern, what in (
-        ("glibc", GLIBC, "needs a newer glibc than this system's"),
-        ("libstdcxx", LIBSTDCXX, "needs a newer libstdc++ than the one loaded"),
-        ("missing-library", MISSING_LIBRARY, "needs a shared library that is not installed"),
-        ("undefined-symbol", UNDEFINED_SYMBOL, "was built against another version of a library it links"),
-        ("circular-import", CIRCULAR, "hits a circular import"),
-    ):
-        match = pattern.search(text)
-        if match:
-            return Failure(kind, what, match.group(1), line)
-    missing = NO_MODULE.search(message)
-    if missing:
-        return Failure("missing-module", "needs a module that is not installed", missing.group(1), line)
-    return Failure("error", "raises an exception", "", line)
 
 
 def import_facts(facts: Mapping[str, Any]) -> Mapping[str, Any]:

@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import re
 import shlex
-from typing import Any, Iterable, List, Mapping
+from typing import Any, Iterable, List, Mapping, Optional, Sequence
 
 from envdoctor.capture import stacks
 from envdoctor.capture.describe import forwarding, left_behind_text, mib, where
 from envdoctor.capture.record import output_lines
 from envdoctor.checks import check
+from envdoctor.failures import Failure, classify_exception, first_line
 from envdoctor.model import Finding, Remedy, Severity
 
 GPU_FULL_FRACTION = 0.95
@@ -193,4 +194,54 @@ def gpu_out_of_memory(facts: Mapping[str, Any]) -> Iterable[Finding]:
             Remedy("Let PyTorch's allocator return fragmented memory:", "export PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True"),
         ),
         references=(PHYSX_REFERENCE,),
+    )
+
+
+def module_of(path: str, package: str) -> Optional[str]:
+    """The dotted module a source file is, counted from the last folder named like its top package."""
+    parts = path.replace("\\", "/").split("/")
+    if package not in parts[:-1] or not parts[-1].endswith(".py"):
+        return None
+    at = len(parts) - 1 - parts[::-1].index(package, 1)
+    names = parts[at:-1] + ([] if parts[-1] == "__init__.py" else [parts[-1][:-3]])
+    return ".".join(names)
+
+
+def import_cycle(frames: Sequence[Mapping[str, Any]], module: str) -> List[str]:
+    """The modules the traceback ran through, from the half-initialised `module` back to itself."""
+    names = [module_of(f["file"], module.split(".")[0]) for f in reversed(frames)]
+    names = [n for i, n in enumerate(names) if n and (i == 0 or n != names[i - 1])]
+    start = names.index(module) if module in names else 0
+    return names[start:] + [module]
+
+
+def exception_evidence(exception: Mapping[str, Any], failure: Failure) -> dict:
+    evidence = {
+        "type": exception["type"],
+        "message": first_line(exception.get("message", "")),
+        "kind": failure.kind,
+        "named": failure.named,
+        "frames": [stacks.frame_text(f) for f in exception.get("frames", ())[:5]],
+    }
+    if failure.kind == "circular-import":
+        evidence["cycle"] = import_cycle(exception.get("frames", ()), failure.named)
+    return evidence
+
+
+@check("run.exception", "The Python exception the command died of, classified", requires=("run",))
+def exception(facts: Mapping[str, Any]) -> Iterable[Finding]:
+    run = facts["run"]
+    raised = run.get("exception")
+    if ending_kind(facts) != "exit" or not raised:
+        return
+    failure = classify_exception(raised, "\n".join(output_lines(run, "stderr")))
+    evidence = exception_evidence(raised, failure)
+    cycle = f" ({' → '.join(evidence['cycle'])})" if evidence.get("cycle") else ""
+    fault = stacks.frame_at_fault(raised.get("frames") or [])
+    yield Finding(
+        id="run.exception",
+        severity=Severity.ERROR,
+        title=f"The command {failure.what}{cycle}: {failure.first_line}",
+        explanation=f"{raised['type']} raised" + (f" at {stacks.frame_text(fault)}" if fault else "") + f"; classified as {failure.kind}" + (f" ({failure.named})" if failure.named else "") + ".",
+        evidence=evidence,
     )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 import traceback
-from typing import Any, Iterable, List, Mapping, Tuple
+from typing import Any, Callable, Iterable, List, Mapping, Tuple
 
 from envdoctor.checks import Check
 from envdoctor.checks.subjects import absence
@@ -43,13 +43,15 @@ def own_findings(check: Check, findings: Iterable[Finding]) -> List[Finding]:
     return findings
 
 
-def run_one(check: Check, facts: Mapping[str, Any]) -> Tuple[List[Finding], CheckRun]:
+def run_one(check: Check, facts: Mapping[str, Any], accept: Callable[[Check, Iterable[Any]], List[Any]] = own_findings) -> Tuple[List[Any], CheckRun]:
+    """What the check yields, once `accept` has judged it well-formed, and the record of its run; a
+    check that raises yields only the crash finding."""
     started = time.perf_counter()
     reason = missing_facts(check, facts)
     if reason:
         return [], CheckRun(check.id, CheckStatus.SKIPPED, 0.0, reason)
     try:
-        findings = own_findings(check, check.function(facts))
+        findings = accept(check, check.function(facts))
         reason = "" if findings else absence(check.id, facts)
         status = CheckStatus.FOUND if findings else CheckStatus.SKIPPED if reason else CheckStatus.PASSED
     except Exception as error:

@@ -1,0 +1,42 @@
+"""The Python exception a command died of, read from the traceback the interpreter printed on stderr.
+
+The last "Traceback (most recent call last):" block is the one that ended the process (earlier ones
+were handled and printed, or belong to the chained causes above it). Frames are kept innermost first,
+as faulthandler's are, so the same frame rules apply to both.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import List, Optional
+
+HEADER = "Traceback (most recent call last):"
+FRAME = re.compile(r'^  File "(?P<file>.*)", line (?P<line>\d+), in (?P<function>.*)$')
+EXCEPTION = re.compile(r"^(?P<type>[A-Za-z_][\w.]*)(?::\s?(?P<message>.*))?$")
+MAX_FRAMES = 50
+MAX_MESSAGE_LINES = 20
+MAX_MESSAGE_CHARS = 4000
+
+
+def last_exception(stderr: str) -> Optional[dict]:
+    """{"type", "message", "frames": [{file, line, function}] innermost first} of the last traceback, or None."""
+    at = stderr.rfind(HEADER)
+    if at < 0:
+        return None
+    lines = stderr[at + len(HEADER):].splitlines()[1:]
+    frames: List[dict] = []
+    index = 0
+    while index < len(lines) and (lines[index].startswith(" ") or not lines[index].strip()):
+        match = FRAME.match(lines[index])
+        if match:
+            frames.append({"file": match.group("file"), "line": int(match.group("line")), "function": match.group("function").strip()})
+        index += 1
+    found = EXCEPTION.match(lines[index]) if index < len(lines) else None
+    if not found:
+        return None
+    message = [found.group("message") or ""] + lines[index + 1 : index + MAX_MESSAGE_LINES]
+    return {
+        "type": found.group("type"),
+        "message": "\n".join(message).strip()[:MAX_MESSAGE_CHARS],
+        "frames": frames[::-1][:MAX_FRAMES],
+    }

@@ -1,0 +1,115 @@
+"""What the command's Python processes said about themselves through the audit hook (target/audit.py):
+the interpreter and environment the program really ran with, and the model files it opened.
+
+argv alone misses both: `bash train.sh` activates a venv and sets variables before `python` starts,
+and a model path is often read from a config file. The hook is installed as `sitecustomize` from a
+private folder put first on PYTHONPATH; it loads the user's own `sitecustomize` after itself.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Dict, List, Mapping, Optional
+
+from envdoctor.collect.environ import relevant_variables
+from envdoctor.errors import EnvdoctorError
+from envdoctor.files import read_regular
+from envdoctor.redact import REDACTED
+from envdoctor.sb3.archive import open_zip
+from envdoctor.target import script_source
+
+LOG_VARIABLE = "ENVDOCTOR_AUDIT_LOG"
+LOG_LIMIT = 8 * 2**20
+MAX_MODELS = 20
+
+
+def hook_environment(workdir: Path, environ: Mapping[str, str]) -> Dict[str, str]:
+    """The variables that install the hook in every Python process of the command."""
+    folder = workdir / "audit"
+    folder.mkdir(mode=0o700)
+    (folder / "sitecustomize.py").write_text(script_source("audit"))
+    pythonpath = os.pathsep.join([str(folder)] + ([environ["PYTHONPATH"]] if environ.get("PYTHONPATH") else []))
+    return {"PYTHONPATH": pythonpath, LOG_VARIABLE: str(workdir / "audit.log")}
+
+
+def records(log: Path) -> List[dict]:
+    """The hook's JSON lines; a line cut off by a dying process is skipped."""
+    try:
+        raw = read_regular(log, LOG_LIMIT, "the audit log", OSError)
+    except OSError:
+        return []
+    lines = []
+    for line in raw.decode("utf-8", errors="replace").splitlines():
+        try:
+            record = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(record, dict):
+            lines.append(record)
+    return lines
+
+
+def environ_changes(seen: Mapping[str, str], given: Mapping[str, str], hook: Mapping[str, str]) -> Dict[str, Optional[str]]:
+    """The variables that matter to the stack whose value in the program differs from what the doctor
+    gave it (set by a wrapper script, an activate, the program itself before re-exec); None for unset."""
+    unhooked = {k: v for k, v in seen.items() if k not in hook}
+    if seen.get("PYTHONPATH") != hook.get("PYTHONPATH"):
+        unhooked["PYTHONPATH"] = seen.get("PYTHONPATH")  # the program set its own
+    elif given.get("PYTHONPATH") is not None:
+        unhooked["PYTHONPATH"] = given["PYTHONPATH"]
+    now, before = relevant_variables({k: v for k, v in unhooked.items() if v is not None}), relevant_variables(given)
+    changed: Dict[str, Optional[str]] = {k: v for k, v in now.items() if before.get(k) != v}
+    changed.update({k: None for k in before if k not in now})
+    return changed
+
+
+def process_facts(start: Mapping, given: Mapping[str, str], hook: Mapping[str, str]) -> dict:
+    environ = start.get("environ") if isinstance(start.get("environ"), dict) else {}
+    return {
+        "pid": start.get("pid"),
+        "executable": start.get("executable"),
+        "prefix": start.get("prefix"),
+        "argv": [str(a) for a in (start.get("argv") or [])][:50],
+        "environ_changes": environ_changes(environ, given, hook),
+    }
+
+
+def read(log: Path, given: Mapping[str, str], hook: Mapping[str, str]) -> dict:
+    """The run's `python_processes` (the first is the program's interpreter) and `opened_files`."""
+    lines = records(log)
+    starts = [r for r in lines if r.get("event") == "start"]
+    opened = list(dict.fromkeys(str(r["path"]) for r in lines if r.get("event") == "open" and isinstance(r.get("path"), str)))
+    return {"python_processes": [process_facts(s, given, hook) for s in starts[:20]], "opened_files": opened[:200]}
+
+
+def real_environment(run: Mapping, environ: Mapping[str, str]) -> Dict[str, str]:
+    """The environment the program's interpreter really had: the doctor's, with the recorded changes
+    (a secret recorded by name only keeps the doctor's value)."""
+    processes = run.get("python_processes") or []
+    if not processes:
+        return dict(environ)
+    real = dict(environ)
+    for name, value in (processes[0].get("environ_changes") or {}).items():
+        if value is None:
+            real.pop(name, None)
+        elif value != REDACTED:
+            real[name] = value
+    return real
+
+
+def is_model_archive(path: str) -> bool:
+    """A zip with SB3's `data` member: what `inspect` judges. Only its (bounded) directory is read."""
+    try:
+        with open_zip(Path(path)) as archive:
+            return "data" in archive.namelist()
+    except EnvdoctorError:
+        return False
+
+
+def opened_models(run: Mapping) -> List[str]:
+    """The SB3 model files the command opened, and those named on its command line."""
+    named = [a for a in run.get("command", ())[1:] if a.lower().endswith(".zip")]
+    candidates = dict.fromkeys(list(run.get("opened_files") or []) + [os.path.abspath(a) for a in named])
+    return [p for p in candidates if is_model_archive(p)][:MAX_MODELS]

@@ -1,0 +1,48 @@
+"""Reading what linking rules need from the first pass: findings by id, the failure that was seen."""
+
+from __future__ import annotations
+
+from typing import Any, Dict, List, Mapping, Optional
+
+from envdoctor.model import Finding, Severity
+
+# The findings that state a failure seen (a symptom), in the order they are named.
+RUN_SYMPTOMS = ("run.crashed", "run.exit-status", "run.hang")
+PROBE_SYMPTOMS = ("probe.crash", "probe.hang", "probe.circular-import", "probe.import-error", "probe.stage-failed")
+SYMPTOMS = RUN_SYMPTOMS + PROBE_SYMPTOMS
+
+
+def by_id(facts: Mapping[str, Any]) -> Dict[str, List[Finding]]:
+    found: Dict[str, List[Finding]] = {}
+    for finding in facts.get("findings") or ():
+        found.setdefault(finding.id, []).append(finding)
+    return found
+
+
+def all_of(facts: Mapping[str, Any], *ids: str) -> List[Finding]:
+    found = by_id(facts)
+    return [f for i in ids for f in found.get(i, ())]
+
+
+def first(facts: Mapping[str, Any], *ids: str) -> Optional[Finding]:
+    """The first finding under any of `ids`, in that order of preference."""
+    found = by_id(facts)
+    return next((found[i][0] for i in ids if i in found), None)
+
+
+def symptom(facts: Mapping[str, Any]) -> Optional[Finding]:
+    """The failure seen: the command's ending, else the probe's."""
+    return first(facts, *SYMPTOMS)
+
+
+def run_failed(facts: Mapping[str, Any]) -> bool:
+    run = facts.get("run") or {}
+    return (run.get("ending") or {}).get("kind") in ("signal", "exit", "hang")
+
+
+def signal_name(facts: Mapping[str, Any]) -> Optional[str]:
+    return ((facts.get("run") or {}).get("ending") or {}).get("signal_name")
+
+
+def serious(finding: Finding) -> bool:
+    return finding.severity >= Severity.WARNING

@@ -1,0 +1,205 @@
+"""The linking rules: each ties a failure that was seen to the finding that explains it.
+
+Each is small and pure: it reads the run's or the probe's record and the first pass's findings, and
+yields a Cause naming the root finding with the evidence that links the two. Facts behind them: a
+cloudpickled function from another Python segfaults when SB3 calls it (docs/sb3-allowlist-sources.md),
+GPU out-of-memory surfacing as a segfault in native code (PhysX), and the probe's bisection variables.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Iterable, List, Mapping, Optional, Sequence, Tuple
+
+from envdoctor.capture import stacks
+from envdoctor.diagnosis import link
+from envdoctor.diagnosis.evidence import all_of, first, run_failed, signal_name, symptom
+from envdoctor.failures import classify_exception
+from envdoctor.model import Cause, Finding, Remedy, Severity
+
+SB3_CODE = ("/stable_baselines3/", "/sb3_contrib/")
+# Which finding explains an exception of each kind, most specific first; without one, the run's own
+# classified exception is the cause.
+EXCEPTION_CAUSES = {
+    "numpy-abi": ("numpy.abi-mismatch", "sb3.numpy-major", "imports.failed"),
+    "circular-import": ("imports.shadowed", "probe.circular-import"),
+    "missing-module": ("sb3.missing-module", "imports.failed"),
+    "libstdcxx": ("conda.cxx-runtime", "imports.failed"),
+    "glibc": ("imports.failed",),
+    "undefined-symbol": ("cuda.library-shadowing", "wheels.mixed-cuda-families", "conda.mixed-cuda", "wheels.torch-pins"),
+    "missing-library": ("cuda.library-shadowing", "wheels.mixed-cuda-families", "wheels.torch-pins"),
+    "cuda-out-of-memory": ("run.gpu-out-of-memory", "gpu.memory-low"),
+    "no-kernel-image": ("cuda.gpu-arch-unsupported",),
+    "illegal-instruction": ("cpu.missing-instructions",),
+}
+# Which finding a bisection variation points at when it makes the failure go away.
+VARIATION_CAUSES = {
+    "single-thread": ("threads.multiple-openmp", "conda.openmp-mixed", "threads.kmp-duplicate-lib-ok", "threads.oversubscribed", "wsl.kernel"),
+    "no-cuda": ("cuda.driver-too-old", "cuda.gpu-arch-unsupported", "wheels.mixed-cuda-families", "wsl.linux-driver-inside"),
+    "aten-cpu-default": ("cpu.missing-instructions",),
+    "no-ld-overrides": ("cuda.library-shadowing",),
+    "mkl-gnu-threading": ("threads.multiple-openmp", "conda.openmp-mixed"),
+}
+SIGNAL_CAUSES = {"SIGILL": ("cpu.missing-instructions",), "SIGBUS": ("memory.shm-small",)}
+
+
+def first_remedy(finding: Finding) -> Optional[Remedy]:
+    return next((r for r in finding.remedies if r.command), finding.remedies[0] if finding.remedies else None)
+
+
+def cause(finding: Finding, confidence: str, evidence: Sequence[str], rule: str) -> Cause:
+    return Cause(finding.id, confidence, finding.title, tuple(evidence), first_remedy(finding), rule)
+
+
+def crashed_frames(facts: Mapping[str, Any]) -> List[dict]:
+    thread = stacks.crashed_thread((facts.get("run") or {}).get("python_stacks"))
+    return list((thread or {}).get("frames") or ())
+
+
+def foreign(frame: Mapping[str, Any]) -> bool:
+    """Code whose source file is not on this machine: pickled elsewhere (or a file deleted since)."""
+    if frame.get("exists") is not None:
+        return frame["exists"] is False
+    return False
+
+
+def pickled_functions(finding: Finding) -> List[str]:
+    return [str(row.get("qualname", "")).rsplit(".", 1)[-1] for row in finding.evidence.get("functions", ()) if row.get("effect") == "crash-risk"]
+
+
+def model_code_links(frames: Sequence[dict], finding: Finding, opened: Sequence[str]) -> Tuple[str, List[str]]:
+    """How strongly the crashing frames tie the crash to the model's pickled code, and the lines that say so."""
+    names = set(pickled_functions(finding))
+    running = [f for f in frames if f.get("function") in names and foreign(f)]
+    strange = [f for f in frames if foreign(f)]
+    sb3 = next((f for f in frames if any(part in f.get("file", "").replace("\\", "/") for part in SB3_CODE)), None)
+    lines = []
+    if running or strange:
+        frame = (running or strange)[0]
+        lines.append(f"the crashing thread runs {stacks.frame_text(frame)}, from a file that does not exist on this machine")
+    if sb3:
+        lines.append(f"called from SB3's {stacks.frame_text(sb3)}")
+    model = str(finding.evidence.get("model", ""))
+    read = "the program opened" if os.path.abspath(model) in opened or model in opened else "the command names"
+    lines.append(f"{read} {model}: {finding.title}")
+    confidence = "confirmed" if running else "likely" if strange or sb3 else "possible"
+    return confidence, lines
+
+
+@link("model-code-crash", "A native crash in code that a model file pickled under another Python")
+def model_code_crash(facts: Mapping[str, Any]) -> Iterable[Cause]:
+    run = facts.get("run") or {}
+    if (run.get("ending") or {}).get("kind") != "signal":
+        return
+    frames, opened = crashed_frames(facts), list(run.get("opened_files") or ())
+    for finding in all_of(facts, "sb3.foreign-bytecode"):
+        if pickled_functions(finding):
+            confidence, lines = model_code_links(frames, finding, opened)
+            yield cause(finding, confidence, lines, "model-code-crash")
+
+
+def exception_cause(facts: Mapping[str, Any], kind: str, said: Finding, rule: str) -> Cause:
+    """The finding that explains an exception of `kind`, or the exception's own finding."""
+    explained = first(facts, *EXCEPTION_CAUSES.get(kind, ()))
+    line = f"it failed with {said.evidence.get('type') or 'an error'}: {said.evidence.get('message') or said.title}"
+    if explained is not None and explained is not said:
+        return cause(explained, "confirmed", [line, f"classified as {kind}, which {explained.id} explains"], rule)
+    extra = [f"import cycle: {' → '.join(said.evidence['cycle'])}"] if said.evidence.get("cycle") else []
+    return cause(said, "likely" if kind != "error" else "possible", [line] + extra, rule)
+
+
+@link("exception", "The exception a command or probe stage died of, tied to the finding of its kind")
+def exception(facts: Mapping[str, Any]) -> Iterable[Cause]:
+    said = first(facts, "run.exception")
+    if said is not None:
+        yield exception_cause(facts, said.evidence.get("kind", "error"), said, "exception")
+
+
+@link("gpu-out-of-memory", "A crash or error right after the GPU's memory filled")
+def gpu_out_of_memory(facts: Mapping[str, Any]) -> Iterable[Cause]:
+    finding = first(facts, "run.gpu-out-of-memory")
+    if finding is None or not run_failed(facts):
+        return
+    said = finding.evidence.get("output_line")
+    lines = list(finding.evidence.get("near_full") or ()) + ([f"the output says: {said}"] if said else [])
+    yield cause(finding, "confirmed" if said else "likely", lines, "gpu-out-of-memory")
+
+
+@link("host-out-of-memory", "An OOM kill or failed allocation and the memory limit that was reached")
+def host_out_of_memory(facts: Mapping[str, Any]) -> Iterable[Cause]:
+    finding = first(facts, "run.out-of-memory")
+    if finding is None:
+        return
+    signs = list(finding.evidence.get("signs") or ())
+    counted = any("OOM kill" in s or "kernel log" in s for s in signs)
+    yield cause(finding, "confirmed" if counted else "likely", signs, "host-out-of-memory")
+
+
+@link("memory-growth", "A failure after the process tree's memory grew steadily")
+def memory_growth(facts: Mapping[str, Any]) -> Iterable[Cause]:
+    finding = first(facts, "run.memory-growth")
+    if finding is None or not run_failed(facts):
+        return
+    evidence = finding.evidence
+    reached = evidence.get("projected_s") is not None and evidence.get("projected_s") <= (facts.get("run") or {}).get("duration_s", 0) * 1.1
+    confidence = "likely" if reached or first(facts, "run.out-of-memory") else "possible"
+    yield cause(finding, confidence, [finding.title] + ([finding.explanation] if finding.explanation else []), "memory-growth")
+
+
+def bisected_cause(facts: Mapping[str, Any], finding: Finding, passing: Sequence[str], rule: str) -> Cause:
+    """The finding the passing variation points at, confirmed by the re-run; else the bisection itself."""
+    line = f"re-run with only {', '.join(passing)} changed, the failure goes away"
+    for name in passing:
+        explained = first(facts, *VARIATION_CAUSES.get(name, ()))
+        if explained is not None:
+            return cause(explained, "confirmed", [line, f"{explained.id}: {explained.title}"], rule)
+    return cause(finding, "confirmed", [line], rule)
+
+
+@link("bisected", "A single environment change that made the failure go away, and the finding it points at")
+def bisected(facts: Mapping[str, Any]) -> Iterable[Cause]:
+    for finding in all_of(facts, "run.bisected"):
+        passing = list(finding.evidence.get("passing") or ())
+        if passing:
+            yield bisected_cause(facts, finding, passing, "bisected")
+    for finding in all_of(facts, "probe.bisected"):
+        passing = [name for name, outcome in (finding.evidence.get("tried") or {}).items() if outcome == "passed"]
+        if passing:
+            yield bisected_cause(facts, finding, passing, "bisected")
+
+
+@link("signal-meaning", "A signal whose meaning points at a finding: SIGILL and the CPU, SIGBUS and /dev/shm")
+def signal_meaning(facts: Mapping[str, Any]) -> Iterable[Cause]:
+    name = signal_name(facts) or ((facts.get("probe") or {}).get("signal"))
+    explained = first(facts, *SIGNAL_CAUSES.get(name or "", ()))
+    if explained is not None:
+        yield cause(explained, "likely", [f"the process died of {name}", f"{explained.id}: {explained.title}"], "signal-meaning")
+
+
+@link("deadlock", "A hang whose threads wait on each other's locks")
+def deadlock(facts: Mapping[str, Any]) -> Iterable[Cause]:
+    finding = first(facts, "run.deadlock")
+    if finding is not None:
+        yield cause(finding, "likely", [finding.title], "deadlock")
+
+
+@link("probe-failure", "A probe stage's failure, tied to the static finding of its kind")
+def probe_failure(facts: Mapping[str, Any]) -> Iterable[Cause]:
+    for finding in all_of(facts, "probe.import-error", "probe.stage-failed", "probe.circular-import"):
+        error = {"type": finding.evidence.get("type"), "message": finding.evidence.get("message") or ""}
+        failure = classify_exception(error)
+        kind = "circular-import" if finding.id == "probe.circular-import" else failure.kind
+        explained = first(facts, *[i for i in EXCEPTION_CAUSES.get(kind, ()) if i != finding.id])
+        if explained is not None:
+            yield cause(explained, "likely", [f"{finding.title}", f"classified as {kind}, which {explained.id} explains"], "probe-failure")
+        else:
+            yield cause(finding, "likely", [finding.explanation or finding.title], "probe-failure")
+
+
+@link("model-verdict", "A model file that will fail when loaded here, with no failure seen yet")
+def model_verdict(facts: Mapping[str, Any]) -> Iterable[Cause]:
+    if symptom(facts) is not None:
+        return
+    for finding in facts.get("findings") or ():
+        if finding.domain == "sb3" and finding.severity is Severity.ERROR:
+            yield cause(finding, "likely", [f"{finding.evidence.get('model', '')}: {finding.explanation or finding.title}"[:500]], "model-verdict")

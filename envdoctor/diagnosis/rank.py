@@ -1,0 +1,66 @@
+"""Ranking the linked causes into a report's diagnosis, most likely first.
+
+When a failure was seen and no rule links it to anything, the diagnosis says so (confidence none)
+and gives the next step that would tell more; the environment's serious findings follow as possible
+causes. Without a failure, serious findings are only possible causes of a future one.
+"""
+
+from __future__ import annotations
+
+import shlex
+from typing import Any, Dict, List, Mapping, Sequence, Tuple
+
+from envdoctor.diagnosis.evidence import RUN_SYMPTOMS, SYMPTOMS, serious, symptom
+from envdoctor.model import Cause, Finding, Remedy, Severity
+
+MAX_POSSIBLE = 5
+# Findings that describe the failure or the run itself, never a cause of it.
+NOT_CAUSES = SYMPTOMS + ("run.interrupted", "run.left-behind", "run.bisected", "probe.bisected", "doctor.check-crashed", "doctor.plugin-failed")
+
+
+def strongest(causes: Sequence[Cause]) -> List[Cause]:
+    """One entry per finding id, the most confident, with the evidence of all that named it."""
+    best: Dict[str, Cause] = {}
+    for cause in sorted(causes, key=lambda c: c.rank):
+        if cause.id in best:
+            kept = best[cause.id]
+            best[cause.id] = Cause(kept.id, kept.confidence, kept.summary, kept.evidence + tuple(e for e in cause.evidence if e not in kept.evidence), kept.remedy, kept.rule)
+        else:
+            best[cause.id] = cause
+    return list(best.values())
+
+
+def next_step(facts: Mapping[str, Any], seen: Finding) -> Remedy:
+    """What would tell more about a failure nothing known explains."""
+    run = facts.get("run")
+    if seen.id in RUN_SYMPTOMS and run:
+        command = shlex.join(run.get("command") or [])
+        if run["ending"].get("kind") == "signal" and not run.get("under_gdb"):
+            return Remedy("See the native frame that faulted in every thread, and which setting makes it go away:", f"envdoctor run --gdb --bisect -- {command}")
+        return Remedy("Find out whether a thread, CUDA, CPU-kernel or library-path setting makes it go away:", f"envdoctor run --bisect -- {command}")
+    return Remedy("Run the training command itself under envdoctor, for its native frames, its exception and the files it opens:", "envdoctor run --gdb --bisect -- python train.py")
+
+
+def unknown(facts: Mapping[str, Any], seen: Finding) -> Cause:
+    return Cause(seen.id, "none", f"No known cause fits: {seen.title}", (seen.title,), next_step(facts, seen), "unknown")
+
+
+def possible(findings: Sequence[Finding], named: Sequence[str]) -> List[Cause]:
+    """Serious findings no rule linked, as possible causes, errors first."""
+    rest = [f for f in findings if serious(f) and f.id not in NOT_CAUSES and f.id not in named and f.domain != "doctor"]
+    rest.sort(key=lambda f: -f.severity.rank)
+    causes = [Cause(f.id, "possible", f.title, (f.explanation[:300],) if f.explanation else (), next((r for r in f.remedies if r.command), f.remedies[0] if f.remedies else None), "unlinked") for f in rest]
+    return strongest(causes)[:MAX_POSSIBLE]
+
+
+def ranked(facts: Mapping[str, Any], linked: Sequence[Cause]) -> Tuple[Cause, ...]:
+    """The diagnosis: linked causes by confidence, the honest unknown when a failure has none, then
+    the possible ones."""
+    findings = facts.get("findings") or ()
+    causes = strongest(linked)
+    seen = symptom(facts)
+    if seen is not None and not any(c.confidence in ("confirmed", "likely") for c in causes):
+        causes = [unknown(facts, seen)] + causes
+    if seen is None and not causes and not any(f.severity is Severity.ERROR for f in findings):
+        return tuple(causes)
+    return tuple(causes + possible(findings, [c.id for c in causes]))
