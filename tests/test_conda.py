@@ -322,3 +322,42 @@ def test_pin_cuda_refuses_to_mix_installers_where_both_put_a_torch(mapush_env):
     plan = run.json()["plan"]
     assert plan["steps"] == [] and plan["installer"] == "conda"
     assert plan["refusal"].startswith("torch is installed by conda (pytorch 1.12.1 (pytorch::py3.8_cuda11.3_cudnn8.3.2_0)) and by pip (torch 2.1.0)")
+
+
+@pytest.fixture(scope="session")
+def mapush_report(mapush_env, tmp_path_factory) -> Path:
+    path = tmp_path_factory.mktemp("conda-reports") / "mapush.json"
+    run = run_envdoctor("check", "--python", str(mapush_env.python), "--no-probe", "--no-save", "--json", str(path), unset=("CONDA_PREFIX",))
+    assert run.returncode in (0, 1), run
+    return path
+
+
+def moved_to_cuda12(facts: dict) -> None:
+    """B: conda's CUDA 12.1 stack and the env's newer libstdc++ (GCC 13)."""
+    conda = facts["target"]["conda"]
+    conda["records"] = [r for r in conda["records"] if r["name"] != "cudatoolkit"] + [
+        {"name": "pytorch-cuda", "version": "12.1", "build": "ha16c6d3_6", "channel": "pytorch", "python_dists": [], "libraries": [], "depends": []}
+    ]
+    conda["cxx_runtime"]["loaded"]["library"]["glibcxx"] = "3.4.32"
+
+
+def test_diff_compares_conda_packages_like_pip_ones(mapush_report, tmp_path):
+    b = changed_report(mapush_report, tmp_path / "b.json", moved_to_cuda12)
+    run = run_envdoctor("diff", str(mapush_report), str(b), "--json", "-")
+    assert run.returncode == 1, run
+    document = run.json()
+    found = {d["aspect"]: d for d in document["differences"]}
+    assert found["conda.cuda"]["a"] == "11: cudatoolkit 11.3.1, pytorch 1.12.1"
+    assert found["conda.cuda"]["b"] == "11: pytorch 1.12.1; 12: pytorch-cuda 12.1"
+    assert found["conda.cxx-runtime"]["impact"] == "changes behaviour"
+    rest = {(c["group"], c["name"]): (c["a"], c["b"]) for c in document["other_differences"]}
+    assert rest[("conda package", "cudatoolkit")] == ("11.3.1 (pkgs/main::h2bc3f7f_2)", None)
+    back = run_envdoctor("diff", str(b), str(mapush_report), "--json", "-").json()
+    assert {d["aspect"]: d for d in back["differences"]}["conda.cxx-runtime"]["impact"] == "likely to break"
+
+
+def test_diff_with_a_report_from_before_conda_was_read(mapush_report, tmp_path):
+    old = changed_report(mapush_report, tmp_path / "old.json", lambda facts: facts["target"].pop("conda"))
+    document = run_envdoctor("diff", str(old), str(mapush_report), "--json", "-").json()
+    reasons = {u["aspect"]: u["reason"] for u in document["not_compared"]}
+    assert reasons["conda.cuda"] == "A: no conda facts in the report (written before envdoctor read conda environments)"

@@ -12,8 +12,9 @@ closures are Python-version bytecode), NumPy 2.0 migration guide (C ABI, numpy._
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, List, Optional, Tuple
+from typing import Any, Callable, Iterable, List, Mapping, Optional, Tuple
 
+from envdoctor.checks import conda
 from envdoctor.checks.threads import THREAD_VARIABLES
 from envdoctor.compare import readers
 from envdoctor.compare.model import Difference, Impact, Uncompared
@@ -132,6 +133,78 @@ def judge_glibc(a: str, b: str, facts_a: Facts, facts_b: Facts) -> Tuple[Impact,
     return Impact.CHANGES, "B's glibc differs; wheels built for an older glibc still import on a newer one"
 
 
+NOT_CONDA = "not a conda environment"
+
+
+def conda_value(read: Callable[[Facts], str]) -> Callable[[Facts], readers.Value]:
+    """A reader of the report's conda facts: NOT_CONDA outside conda, Unrecorded where a report has none."""
+
+    def reader(facts: Facts) -> readers.Value:
+        target = readers.section(facts, "target")
+        if isinstance(target, Unrecorded):
+            return target
+        recorded = target.get("conda")
+        if not isinstance(recorded, Mapping):
+            return Unrecorded("no conda facts in the report (written before envdoctor read conda environments)")
+        if "error" in recorded:
+            return Unrecorded(f"conda facts failed: {recorded['error']}")
+        if not recorded.get("prefix"):
+            return NOT_CONDA
+        try:
+            value = read({"target": target})
+        except UNUSABLE as error:
+            return unusable("conda facts", error)
+        return value if isinstance(value, str) else unusable("conda facts", TypeError())
+
+    return reader
+
+
+def names_versions(records: Iterable[Mapping[str, Any]]) -> str:
+    return ", ".join(f"{r.get('name')} {r.get('version')}" for r in records)
+
+
+@conda_value
+def conda_cuda(facts: Facts) -> str:
+    """ "11: cudatoolkit 11.3.1, pytorch 1.12.1": the CUDA majors of what conda installed."""
+    grouped = conda.conda_cuda_majors(facts)
+    return "; ".join(f"{major}: {names_versions(records)}" for major, records in grouped.items()) or NONE
+
+
+@conda_value
+def conda_cxx_runtime(facts: Facts) -> str:
+    """ "GLIBCXX_3.4.28 (env)": the highest version the libstdc++ that loads provides, and whose it is."""
+    loaded = conda.mapping(conda.mapping(conda.environment(facts).get("cxx_runtime")).get("loaded"))
+    library = conda.mapping(loaded.get("library"))
+    return f"GLIBCXX_{library['glibcxx']} ({loaded.get('via')})" if library.get("glibcxx") else NONE
+
+
+@conda_value
+def conda_openmp(facts: Facts) -> str:
+    """ "libiomp5; pip bundles libgomp": the OpenMP runtimes conda installs, and those pip's wheels add."""
+    conda_side, pip_side = conda.conda_openmp(facts), conda.pip_openmp(facts)
+    added = sorted(set(pip_side) - set(conda_side))
+    return "+".join(sorted(conda_side) or [NONE]) + (f"; pip bundles {'+'.join(added)}" if added else "")
+
+
+def judge_conda_cuda(a: str, b: str, facts_a: Facts, facts_b: Facts) -> Tuple[Impact, str]:
+    if NOT_CONDA in (a, b):
+        return Impact.MAY_BREAK, "One side is a conda environment: its CUDA, BLAS and C++ runtime come from conda, the other's from pip or the system"
+    if NONE in (a, b) or a.split(":", 1)[0] != b.split(":", 1)[0]:
+        return Impact.BREAKS, "conda's CUDA libraries differ in major: a conda torch or extension built on A loads libraries of another CUDA on B"
+    return Impact.MAY_BREAK, "conda's CUDA packages differ within one major: cuDNN/cuBLAS versions change numerics and kernels"
+
+
+def glibcxx_of(value: str) -> Tuple[int, ...]:
+    """ "GLIBCXX_3.4.28 (env)" -> (3, 4, 28); () for NONE and NOT_CONDA."""
+    return version_tuple(value[len("GLIBCXX_"):].split(" ", 1)[0]) if value.startswith("GLIBCXX_") else ()
+
+
+def judge_conda_cxx_runtime(a: str, b: str, facts_a: Facts, facts_b: Facts) -> Tuple[Impact, str]:
+    if glibcxx_of(b) < glibcxx_of(a):
+        return Impact.BREAKS, "B loads an older libstdc++: an extension that imports on A can fail on B with \"version `GLIBCXX_...' not found\""
+    return Impact.CHANGES, "Another libstdc++ loads on B; a newer one still provides every older version"
+
+
 THREADING_WHY = {
     **{name: "Thread-pool size: oversubscribed pools slow runs down and exhaust OpenBLAS buffers; SubprocVecEnv multiplies them" for name in THREAD_VARIABLES},
     "MKL_THREADING_LAYER": "Chooses MKL's OpenMP runtime: it decides whether libgomp and libiomp meet in one process",
@@ -155,6 +228,10 @@ ASPECTS: Tuple[Aspect, ...] = (
     Aspect("cuda.driver", "NVIDIA driver", readers.driver, judge_driver),
     Aspect("gpu.architecture", "GPU compute capability", readers.gpu_architecture, judge_gpu_architecture),
     Aspect("wheels.families", "NVIDIA wheel families", readers.wheel_families, judge_wheel_families),
+    Aspect("conda.cuda", "CUDA packages from conda", conda_cuda, judge_conda_cuda),
+    Aspect("conda.cxx-runtime", "C++ runtime that loads (conda)", conda_cxx_runtime, judge_conda_cxx_runtime),
+    Aspect("conda.openmp", "OpenMP runtimes (conda, pip bundled)", conda_openmp, fixed(
+        Impact.MAY_BREAK, "Another set of OpenMP runtimes: Intel and LLVM OpenMP together crash; MKL beside pip's libgomp may refuse to start")),
     Aspect("numpy.major", "NumPy major", readers.numpy_major, installed(fixed(
         Impact.BREAKS, "NumPy 2 changed the C ABI and pickle paths: extensions built for 1.x fail under 2.x, arrays pickled under 2.x fail under 1.x"))),
     Aspect("cpu.instruction-sets", "CPU instruction sets", readers.instruction_sets, judge_instruction_sets),

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Iterable, List, Mapping, Optional, Tuple
 
+from envdoctor.checks import conda
 from envdoctor.compare.aspects import PACKAGES_READ, VARIABLES_READ
 from envdoctor.compare.model import Change
 from envdoctor.compare.readers import UNUSABLE, Facts, Unrecorded, distribution_versions, section
@@ -73,6 +74,13 @@ def packages(facts: Facts) -> Mapping[str, str]:
     return {name: found[name] for name in sorted(found) if name not in PACKAGES_READ}
 
 
+def conda_packages(facts: Facts) -> Mapping[str, str]:
+    """What conda installed, name -> "version (channel::build)", listed as pip's packages are."""
+    target = recorded(facts, "target") or {}
+    found = conda.records({"target": target})
+    return {name: f"{r.get('version')} ({r.get('channel') or '?'}::{r.get('build') or '?'})" for name, r in sorted(found.items())}
+
+
 def variables(facts: Facts) -> Mapping[str, str]:
     environ = recorded(facts, "environ") or {}
     return {n: v for n, v in shaped(lambda: environ.get("variables", {})).items() if n not in VARIABLES_READ}
@@ -96,6 +104,7 @@ def other_differences(facts_a: Facts, facts_b: Facts) -> List[Change]:
     found = list(changes("host fact", host_facts(facts_a, both), host_facts(facts_b, both)))
     if recorded(facts_a, "target") and recorded(facts_b, "target"):
         found += changes("package", packages(facts_a), packages(facts_b))
+        found += changes("conda package", conda_packages(facts_a), conda_packages(facts_b))
     if recorded(facts_a, "environ") and recorded(facts_b, "environ"):
         found += changes("variable", variables(facts_a), variables(facts_b))
     return found
