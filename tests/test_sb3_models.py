@@ -20,37 +20,8 @@ import pytest
 from conftest import run_envdoctor
 
 DATA = Path(__file__).parent / "data" / "sb3"
-sys.path.insert(0, str(DATA))
-from splice import dangerous_payload, splice  # noqa: E402
 
 pytestmark = pytest.mark.slow
-FOREIGN = ("3.8", "3.12", "3.13")
-
-
-def pyenv_python(minor: str) -> str:
-    root = Path(subprocess.run(["pyenv", "root"], capture_output=True, text=True, check=True).stdout.strip())
-    found = sorted(root.glob(f"versions/{minor}.*/bin/python{minor}"))
-    if not found:
-        pytest.fail(f"pyenv has no Python {minor}; these tests need it")
-    return str(found[-1])
-
-
-@pytest.fixture(scope="session")
-def models(tmp_path_factory, venvs) -> dict:
-    """name → path of every test model: real ones, foreign-Python splices, dangerous and corrupt ones."""
-    folder = tmp_path_factory.mktemp("sb3-models")
-    subprocess.run([sys.executable, str(DATA / "make_models.py"), str(folder)], check=True, capture_output=True, timeout=600)
-    paths = {p.stem: p for p in folder.glob("*.zip")}
-    for minor in FOREIGN:
-        python = venvs.get(f"cloudpickle-{minor}", ["cloudpickle"], interpreter=pyenv_python(minor))
-        made = json.loads(subprocess.run([str(python), str(DATA / "make_foreign.py")], check=True, capture_output=True, text=True).stdout)
-        payloads = {key: made[key] for key in ("learning_rate", "lr_schedule", "clip_range")}
-        name = f"foreign_py{minor.replace('.', '')}"
-        paths[name] = splice(paths["mppo_closure"], folder / f"{name}.zip", payloads, python=made["python"])
-    marker = folder / "PWNED"
-    paths["dangerous"] = splice(paths["mppo_plain"], folder / "dangerous.zip", {"learning_rate": dangerous_payload(f"touch {marker}")})
-    paths["corrupt"] = splice(paths["mppo_closure"], folder / "corrupt.zip", {"learning_rate": "this is not base64!"})
-    return paths
 
 
 def load(model: Path, algo: str = "MaskablePPO", custom: dict = None, learn: bool = False, cwd=None) -> subprocess.CompletedProcess:

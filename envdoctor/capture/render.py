@@ -14,7 +14,8 @@ from envdoctor.capture.chart import amount, text_chart
 from envdoctor.model import Report, Severity
 from envdoctor.render import markdown
 from envdoctor.render.escape import escaped
-from envdoctor.render.terminal import finding_block
+from envdoctor.render.diagnosis import markdown_lines
+from envdoctor.render.terminal import diagnosis_block, finding_block
 
 STACK_LINES = 8
 
@@ -73,6 +74,7 @@ def terminal_summary(report: Report, saved: List[str], color: bool, width: int =
     buffer = io.StringIO()
     console = Console(file=buffer, force_terminal=color, no_color=not color, width=width, highlight=False, emoji=False)
     console.print(Text.assemble(("envdoctor: ", "bold"), ("command " + headline(run), "bold red")))
+    diagnosis_block(console, report)
     python_stacks = run.get("python_stacks") or {}
     for thread in python_stacks.get("threads", ()):
         mark = "crashed in" if thread["current"] and run["ending"]["kind"] == "signal" else "thread:"
@@ -105,10 +107,11 @@ def thread_section(thread: dict, crashed: bool) -> str:
     return "\n".join(parts)
 
 
-def markdown_section(run: dict, picture_name: Optional[str]) -> str:
-    """The crash itself, above the environment findings: ending, stacks, memory, output tail."""
+def markdown_section(report: Report, picture_name: Optional[str]) -> str:
+    """The crash itself, above the environment findings: its diagnosis, ending, stacks, memory, output tail."""
+    run = report.run
     end = run["ending"]
-    parts = [f"## Crash: command {headline(run)}", "", f"`{' '.join(run['command'])}`" + (" · under gdb" if run.get("under_gdb") else ""), ""]
+    parts = [f"## Crash: command {headline(run)}", "", *markdown_lines(report), f"`{' '.join(run['command'])}`" + (" · under gdb" if run.get("under_gdb") else ""), ""]
     if end.get("signal_meaning"):
         parts += [f"**{end['signal_name']}**: {end['signal_meaning']}.", ""]
     python_stacks = run.get("python_stacks")
@@ -148,4 +151,4 @@ def markdown_section(run: dict, picture_name: Optional[str]) -> str:
 
 
 def markdown_report(report: Report, picture_name: Optional[str]) -> str:
-    return markdown_section(escaped(report.run), picture_name) + "\n" + markdown.render(report)
+    return markdown_section(escaped(report), picture_name) + "\n" + markdown.render(report, cause_shown=True)

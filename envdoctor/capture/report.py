@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import List, Mapping, Sequence
 
 from envdoctor import engine
-from envdoctor.capture import chart
+from envdoctor.capture import chart, opened
 from envdoctor.capture.render import markdown_report
 from envdoctor.errors import UsageError
 from envdoctor.model import Report
@@ -40,9 +40,20 @@ def interpreter_of(argv: Sequence[str]) -> str:
     return sys.executable
 
 
+def program_interpreter(run: Mapping) -> str:
+    """The interpreter the program really ran under (as its first Python process reported), else the
+    one its command line names."""
+    processes = run.get("python_processes") or []
+    executable = processes[0].get("executable") if processes else None
+    return executable if executable and Path(executable).exists() else interpreter_of(run["command"])
+
+
 def crash_report(run: dict, environ: Mapping[str, str]) -> Report:
-    """The run judged with what `check` finds in the command's environment (no probe ladder), by one runner."""
-    return engine.diagnose(interpreter_of(run["command"]), engine.Selection(), environ=environ, run=run)
+    """The run judged, by one runner, with what `check` finds (no probe ladder) for the interpreter and
+    environment the program really had, and with the model files it opened."""
+    real = opened.real_environment(run, environ)
+    report = engine.diagnose(program_interpreter(run), engine.Selection(), environ=real, run=run, models=opened.opened_models(run))
+    return engine.make_safe(report, environ, redact_paths=True)
 
 
 def save(report: Report, directory: Path) -> List[Path]:

@@ -63,20 +63,28 @@ def foreign(frame: Mapping[str, Any]) -> bool:
     return False
 
 
-def pickled_functions(finding: Finding) -> List[str]:
-    return [str(row.get("qualname", "")).rsplit(".", 1)[-1] for row in finding.evidence.get("functions", ()) if row.get("effect") == "crash-risk"]
+def pickled_functions(finding: Finding) -> List[Tuple[str, str]]:
+    """(function name, source file name) of each function in the model that can crash here."""
+    rows = [r for r in finding.evidence.get("functions", ()) if r.get("effect") == "crash-risk"]
+    return [(str(r.get("qualname", "")).rsplit(".", 1)[-1], os.path.basename(str(r.get("filename") or ""))) for r in rows]
+
+
+def runs_pickled(frame: Mapping[str, Any], functions: Sequence[Tuple[str, str]]) -> bool:
+    """The frame runs one of the model's functions: its name and source file name are the pickled code's."""
+    return (frame.get("function"), os.path.basename(str(frame.get("file", "")))) in functions
 
 
 def model_code_links(frames: Sequence[dict], finding: Finding, opened: Sequence[str]) -> Tuple[str, List[str]]:
     """How strongly the crashing frames tie the crash to the model's pickled code, and the lines that say so."""
-    names = set(pickled_functions(finding))
-    running = [f for f in frames if f.get("function") in names and foreign(f)]
+    functions = pickled_functions(finding)
+    running = [f for f in frames if runs_pickled(f, functions)]
     strange = [f for f in frames if foreign(f)]
     sb3 = next((f for f in frames if any(part in f.get("file", "").replace("\\", "/") for part in SB3_CODE)), None)
     lines = []
-    if running or strange:
-        frame = (running or strange)[0]
-        lines.append(f"the crashing thread runs {stacks.frame_text(frame)}, from a file that does not exist on this machine")
+    if running:
+        lines.append(f"the crashing thread runs {stacks.frame_text(running[0])}, a function this model pickled")
+    if strange:
+        lines.append(f"the crashing thread runs {stacks.frame_text(strange[0])}, from a file that does not exist on this machine")
     if sb3:
         lines.append(f"called from SB3's {stacks.frame_text(sb3)}")
     model = str(finding.evidence.get("model", ""))

@@ -8,7 +8,7 @@ from typing import Dict, List, Mapping, Tuple
 
 from envdoctor.model import POWERSHELL, PYTHON, Finding, Remedy, Report, Severity
 from envdoctor.probe import table as probe_table
-from envdoctor.render import domain_title, headline, not_checked, part, size, summary_line
+from envdoctor.render import diagnosis, domain_title, headline, not_checked, part, size, summary_line
 from envdoctor.render.escape import escape_control, escaped
 
 BADGES = {
@@ -149,13 +149,15 @@ def fitted(head: List[str], details: List[str], tail: List[str]) -> str:
     return text
 
 
-def render(report: Report) -> str:
+def render(report: Report, cause_shown: bool = False) -> str:
+    """The Markdown for a GitHub issue; `cause_shown` when a section above it already opened with the diagnosis."""
     report = escaped(report)
     parts = [
         "## envdoctor report",
         "",
         f"**{summary_line(report)}** · envdoctor {report.tool_version} · {report.created}",
         "",
+        *([] if cause_shown else diagnosis.markdown_lines(report)),
         "| | |",
         "|---|---|",
         *(f"| {label} | {cell(value)} |" for label, value in headline(report)),

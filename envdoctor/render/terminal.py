@@ -15,7 +15,7 @@ from rich.text import Text
 from envdoctor.model import POWERSHELL, PYTHON, CheckStatus, Finding, Remedy, Report, Severity
 from envdoctor.probe import table as probe_table
 from envdoctor.probe.result import StageStatus
-from envdoctor.render import domain_title, grouped, headline, summary_line, unchecked_reason
+from envdoctor.render import diagnosis, domain_title, grouped, headline, summary_line, unchecked_reason
 from envdoctor.render.escape import escape_control, escaped
 
 GLYPHS = {
@@ -127,11 +127,30 @@ def probe_section(console: Console, probe) -> None:
         say(console, Text(f"bisect: not applicable here: {'; '.join(idle)}", style="dim"), 2)
 
 
+def diagnosis_block(console: Console, report: Report) -> None:
+    """`Cause: … (confidence)`, the evidence that links it and the first step; nothing when no cause stands out."""
+    cause = diagnosis.headline_cause(report)
+    if cause is None:
+        return
+    style = "bold yellow" if cause.confidence == "none" else "bold red"
+    say(console, Text(diagnosis.cause_line(cause), style=style), 0)
+    for line in diagnosis.evidence_lines(cause):
+        say(console, Text(f"· {line}"), 4)
+    if cause.remedy is not None:
+        say(console, Text.assemble(("→ ", "cyan"), cause.remedy.summary), 4)
+        if cause.remedy.command:
+            command_lines(console, cause.remedy)
+    rest = diagnosis.others(report)
+    if rest:
+        say(console, Text("Other candidates: " + ", ".join(f"{c.id} ({c.confidence})" for c in rest), style="dim"), 4)
+
+
 def render(report: Report, verbose: bool = False, color: bool = False, width: int = 100) -> str:
     report = escaped(report)
     buffer = io.StringIO()
     console = Console(file=buffer, force_terminal=color, no_color=not color, width=width, highlight=False, emoji=False)
     console.print(Text.assemble(("envdoctor ", "bold"), f"{report.tool_version} · {report.created}"))
+    diagnosis_block(console, report)
     for label, value in headline(report):
         console.print(Text.assemble(("  " + label.ljust(8), "dim"), value))
     console.print()

@@ -71,6 +71,7 @@ def code_effects(model: Mapping[str, Any], target: Mapping[str, Any]) -> List[Di
             rows.append({
                 "key": entry["key"],
                 "qualname": function["qualname"],
+                "filename": function.get("filename"),
                 "producer": function.get("producer_minor") or function["python_guess"],
                 "effect": effect(function, minor).value,
                 "undefined_opcodes": undefined_opcodes(function, target),
