@@ -361,3 +361,70 @@ def test_diff_with_a_report_from_before_conda_was_read(mapush_report, tmp_path):
     document = run_envdoctor("diff", str(old), str(mapush_report), "--json", "-").json()
     reasons = {u["aspect"]: u["reason"] for u in document["not_compared"]}
     assert reasons["conda.cuda"] == "A: no conda facts in the report (written before envdoctor read conda environments)"
+
+
+def hostile_conda_facts() -> Iterable[object]:
+    """Shapes a recorded report's conda facts may have that envdoctor never writes."""
+    yield []
+    yield "conda"
+    yield {"prefix": 5, "records": "x", "active": [], "cxx_runtime": 3}
+    yield {"prefix": "/p", "records": [None, 1, [], {"name": None}, {"name": "cudatoolkit", "version": None, "build": 7, "depends": "x"}]}
+    yield {"prefix": "/p", "records": [{"name": "pytorch", "python_dists": [None, 5, "x"], "libraries": {"a": 1}}], "bundled_runtimes": [1, {"libraries": 5}]}
+    yield {"prefix": "/p", "cxx_runtime": {"loaded": {"library": {"glibcxx": ["x"]}}, "requirements": [None, {"glibcxx": {}}, {"glibcxx": "9.x.1"}]}}
+    yield {"prefix": "/p", "active": {"this_env": False, "prefix": ["x"], "python_on_path_is_this": "no"}, "manager": "conda"}
+    yield {"prefix": None, "active": {"prefix": 1, "python_on_path_is_this": False}}
+
+
+@pytest.mark.parametrize("hostile", list(hostile_conda_facts()), ids=lambda v: type(v).__name__)
+def test_recorded_conda_facts_of_any_shape_are_judged_without_crashing(mapush_report, tmp_path, hostile):
+    report = changed_report(mapush_report, tmp_path / "r.json", lambda facts: facts["target"].__setitem__("conda", hostile))
+    run = run_envdoctor("check", "--from", str(report), "--only", "conda", "--json", "-")
+    assert run.returncode in (0, 1), run
+    assert "Traceback" not in run.stderr
+    assert "doctor.check-crashed" not in findings_by_id(run.json())
+    diffed = run_envdoctor("diff", str(mapush_report), str(report), "--json", "-")
+    assert diffed.returncode in (0, 1) and "Traceback" not in diffed.stderr, diffed
+
+
+def corrupted(data: bytes) -> Iterable[bytes]:
+    """Truncations at every structure boundary and single-byte flips across the headers."""
+    for size in (0, 3, 16, 52, 63, 64, len(data) // 2, len(data) - 1):
+        yield data[:size]
+    for offset in range(0, 64, 3):
+        yield data[:offset] + bytes([data[offset] ^ 0xFF]) + data[offset + 1:]
+    header_at = int.from_bytes(data[0x28:0x30], "little")
+    for offset in range(header_at, min(len(data), header_at + 64 * 40), 37):
+        yield data[:offset] + b"\xff\xff\xff\x7f" + data[offset + 4:]
+
+
+def test_elf_reader_never_raises_on_corrupt_objects(elf_files, tmp_path):
+    data = elf_files["extension"].read_bytes()
+    for n, variant in enumerate(corrupted(data)):
+        path = tmp_path / f"c{n}.so"
+        path.write_bytes(variant)
+        read_versions(str(path))  # None or a result; an exception fails the test
+
+
+def test_hostile_conda_meta_and_objects_on_disk_are_bounded_and_reported(tmp_path, elf_files):
+    env = CondaEnv(make_root(tmp_path), "hostile", sys.executable)
+    meta = env.prefix / "conda-meta"
+    (meta / "broken-1-0.json").write_text("{not json")
+    (meta / "array-1-0.json").write_text("[1, 2]")
+    with open(meta / "huge-1-0.json", "wb") as stream:
+        stream.truncate(65 * 2**20)  # sparse: above the per-record bound without writing it
+    for n, variant in enumerate(corrupted(elf_files["extension"].read_bytes())):
+        (env.site / f"bad{n}.cpython-311-x86_64-linux-gnu.so").write_bytes(variant)
+    facts = checked(env.python)["facts"]["target"]["conda"]
+    unread = {u["file"]: u["reason"] for u in facts["unread"]}
+    assert set(unread) == {"broken-1-0.json", "array-1-0.json", "huge-1-0.json"}
+    assert unread["huge-1-0.json"] == f"{65 * 2**20} bytes, above {64 * 2**20}"
+    assert facts["records_total"] == 5 and [r["name"] for r in facts["records"]] == ["pip", "python"]
+
+
+def test_record_count_is_bounded_with_a_truncation_fact(tmp_path):
+    env = CondaEnv(make_root(tmp_path), "many", sys.executable)
+    for n in range(3001):
+        env.record(f"pkg{n:04d}", "1.0", "0", "conda-forge")
+    facts = checked(env.python)["facts"]["target"]["conda"]
+    assert len(facts["records"]) == 3000
+    assert facts["truncated"] == "read 3000 of 3003 records (at most 3000)"
