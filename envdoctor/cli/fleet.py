@@ -2,18 +2,23 @@
 
 from __future__ import annotations
 
+import sys
 from datetime import datetime
+from functools import partial
 from pathlib import Path
 
 import click
 
 from envdoctor.cli import EXIT_FINDINGS, EXIT_OK
-from envdoctor.cli.options import emit, output_options
+from envdoctor.cli.options import emit, note, output_options
 from envdoctor.cli.params import DAY_S, Seconds
 from envdoctor.errors import UsageError
 from envdoctor.fleet import render
 from envdoctor.fleet.aggregate import aggregate
+from envdoctor.fleet.nodes import summarize
 from envdoctor.fleet.sources import collect_from_ray, read_directory
+from envdoctor.fleet.stream import mapped
+from envdoctor.render.escape import escape_control
 
 DEFAULT_REPORT_ROOT = Path("reports")
 
@@ -22,17 +27,49 @@ def default_report_dir() -> Path:
     return DEFAULT_REPORT_ROOT / f"fleet-{datetime.now().strftime('%Y%m%d-%H%M%S')}"
 
 
+class AnswerProgress:
+    """Nodes answering, on stderr: one line redrawn in place on a terminal, else one line per answer
+    with the running count (a log keeps them all)."""
+
+    def __init__(self) -> None:
+        self.live = sys.stderr is not None and sys.stderr.isatty()
+        self.drawn = False
+
+    def __call__(self, answered: int, total: int, node: str) -> None:
+        line = f"envdoctor fleet: {answered}/{total} nodes answered ({escape_control(node, multiline=False)[:80]})"
+        if not self.live:
+            note(line)
+            return
+        sys.stderr.write(f"\r{line}\x1b[K")
+        sys.stderr.flush()
+        self.drawn = True
+
+    def close(self) -> None:
+        if self.drawn:
+            note("")
+
+
+def nodes_from_ray(address, report_dir, python, probe, timeout) -> list:
+    progress = AnswerProgress()
+    try:
+        return collect_from_ray(address, report_dir, python, probe, timeout, progress)
+    finally:
+        progress.close()
+
+
 @click.command()
 @click.option("--address", metavar="ADDR", help="Ray cluster to check, as for ray.init (e.g. auto, HOST:6379, ray://HOST:10001).")
 @click.option("--reports", "reports_dir", metavar="DIR", type=click.Path(path_type=Path), help="Aggregate the *.json reports in DIR instead (Slurm, Kubernetes, ...).")
 @click.option("--python", "python", metavar="PATH", help="Interpreter to diagnose on every node [default: the one running Ray's workers].")
 @click.option("--no-probe", is_flag=True, help="Do not run the probe ladder on the nodes.")
-@click.option("--timeout", type=Seconds(1, DAY_S), default=300, show_default=True, help="Seconds each node's check may take.")
+@click.option("--timeout", type=Seconds(1, DAY_S), default=300, show_default=True,
+              help="Seconds each node's check may take; a node without an answer 30 s later is listed as not answering.")
 @click.option("--report-dir", type=click.Path(file_okay=False, path_type=Path), help="Where to save the nodes' reports [default: ./reports/fleet-STAMP].")
 @output_options
-@click.option("-v", "--verbose", is_flag=True, help="Explain every deviation.")
+@click.option("-v", "--verbose", is_flag=True, help="List every node with its deviations and why.")
 def fleet(address, reports_dir, python, no_probe, timeout, report_dir, json_out, markdown_out, verbose) -> int:
-    """Run `check` on every node of a Ray cluster (or read a folder of reports) and show how nodes deviate.
+    """Run `check` on every node of a Ray cluster (or read a folder of reports) and show the nodes
+    that deviate from the majority, grouped by what differs.
 
     Exits 1 when a node deviates from the majority or has no report, 0 otherwise.
     """
@@ -42,9 +79,9 @@ def fleet(address, reports_dir, python, no_probe, timeout, report_dir, json_out,
         raise UsageError("--python, --no-probe and --report-dir apply to --address only")
     if address:
         report_dir = report_dir or default_report_dir()
-        nodes = collect_from_ray(address, report_dir, python, not no_probe, timeout)
+        sources = nodes_from_ray(address, report_dir, python, not no_probe, timeout)
     else:
-        nodes = read_directory(reports_dir)
-    view = aggregate(nodes, saved_in=str(report_dir) if report_dir else None)
+        sources = read_directory(reports_dir)
+    view = aggregate(mapped(partial(summarize, judge=None), sources), saved_in=str(report_dir) if report_dir else None)
     emit(view, json_out, markdown_out, verbose, json=render.json, markdown=render.markdown, terminal=render.terminal)
     return EXIT_FINDINGS if view.deviating else EXIT_OK

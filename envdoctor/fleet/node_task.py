@@ -14,6 +14,13 @@ from typing import Optional
 from envdoctor.proc import run_child
 
 REPORT_EXIT_CODES = (0, 1)  # check's exits that carry a report: nothing found, findings found
+SCHEDULING_MARGIN_S = 30.0  # for starting a worker process on a busy node, on top of the check's own timeout
+PROGRESS = "envdoctor-fleet-answered"  # the driver's progress lines: PROGRESS ANSWERED TOTAL NAME
+
+
+def answer_deadline_s(timeout: float) -> float:
+    """How long the driver waits for a node's answer: its check's time and the margin to start it."""
+    return timeout + SCHEDULING_MARGIN_S
 
 
 def check_options(python: Optional[str], probe: bool) -> list:

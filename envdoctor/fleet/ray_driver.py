@@ -3,23 +3,28 @@
 Run as `python -m envdoctor.fleet.ray_driver --address ADDR --timeout S --out FILE [--python PATH] [--no-probe]`.
 It lives in its own process because Ray is a heavy native runtime that may hang on a bad address:
 the doctor keeps its principle of importing nothing of the kind and bounds the whole run with a timeout.
-It writes one JSON document to FILE: {"nodes": [{node_id, hostname, address, resources, report, error}]}.
+
+FILE gets JSON lines as things happen, so whatever answered counts even if the driver is stopped:
+first {"nodes": [{node_id, hostname, address, resources}]}, the alive nodes asked, then one
+{node_id, hostname, address, resources, report, error} per node as it answers. Each answer is also
+announced on stdout (`PROGRESS ANSWERED TOTAL HOSTNAME`) for the doctor's progress display. A node
+that has not answered within its timeout is not waited for; the doctor lists it as not answering.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-from typing import List
+import time
+from typing import IO, List
 
 import ray
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-from envdoctor.fleet.node_task import run_check
+from envdoctor.fleet.node_task import PROGRESS, answer_deadline_s, run_check
 
 # Resources every node has; the rest (GPU, custom ones such as a rack or node-type label) tell nodes apart.
 BOOKKEEPING_RESOURCES = ("memory", "object_store_memory")
-SCHEDULING_MARGIN_S = 30.0  # for starting a worker process on a busy node, on top of the check's own timeout
 
 
 def describe(node: dict) -> dict:
@@ -37,29 +42,42 @@ def error_line(error: BaseException) -> str:
     return f"{type(error).__name__}: {lines[-1] if lines else ''}"
 
 
-def check_every_node(python, probe: bool, timeout: float) -> List[dict]:
-    """Each alive node's description with its report text or the reason it has none."""
-    nodes = [describe(n) for n in ray.nodes() if n.get("Alive")]
+def write_line(out: IO[str], document: dict) -> None:
+    out.write(json.dumps(document) + "\n")
+    out.flush()
+
+
+def outcome_of(ref, node: dict) -> dict:
+    """The node with its report text, or the reason it has none."""
+    try:
+        outcome = ray.get(ref, timeout=0)
+    except ray.exceptions.RayError as error:
+        outcome = {"report": None, "error": error_line(error)}
+    if outcome.get("node_id", node["node_id"]) != node["node_id"]:
+        outcome = {"report": None, "error": f"the task ran on node {outcome['node_id']} instead"}
+    return {**node, "hostname": outcome.get("hostname") or node["hostname"], "report": outcome["report"], "error": outcome["error"]}
+
+
+def check_every_node(python, probe: bool, timeout: float, out: IO[str]) -> None:
+    """Ask every alive node, and record each answer as it comes until the nodes' time is up."""
+    nodes: List[dict] = [describe(n) for n in ray.nodes() if n.get("Alive")]
+    write_line(out, {"nodes": nodes})
     task = ray.remote(num_cpus=0, max_retries=0)(run_check)
-    refs = [
-        task.options(scheduling_strategy=NodeAffinitySchedulingStrategy(node_id=n["node_id"], soft=False)).remote(python, probe, timeout)
+    asked = {
+        task.options(scheduling_strategy=NodeAffinitySchedulingStrategy(node_id=n["node_id"], soft=False)).remote(python, probe, timeout): n
         for n in nodes
-    ]
-    ray.wait(refs, num_returns=len(refs), timeout=timeout + SCHEDULING_MARGIN_S)
-    results = []
-    for node, ref in zip(nodes, refs):
-        try:
-            outcome = ray.get(ref, timeout=0)
-        except ray.exceptions.GetTimeoutError:
-            ray.cancel(ref, force=True)
-            outcome = {"report": None, "error": f"no answer within {timeout + SCHEDULING_MARGIN_S:.0f}s"}
-        except ray.exceptions.RayError as error:
-            outcome = {"report": None, "error": error_line(error)}
-        ran_elsewhere = outcome.get("node_id", node["node_id"]) != node["node_id"]
-        if ran_elsewhere:
-            outcome = {"report": None, "error": f"the task ran on node {outcome['node_id']} instead"}
-        results.append({**node, "hostname": outcome.get("hostname") or node["hostname"], "report": outcome["report"], "error": outcome["error"]})
-    return results
+    }
+    deadline = time.monotonic() + answer_deadline_s(timeout)
+    pending, answered = list(asked), 0
+    while pending and time.monotonic() < deadline:
+        done, pending = ray.wait(pending, num_returns=1, timeout=max(0.0, deadline - time.monotonic()))
+        for ref in done:
+            answer = outcome_of(ref, asked[ref])
+            write_line(out, answer)
+            answered += 1
+            print(PROGRESS, answered, len(nodes), answer["hostname"] or answer["node_id"], flush=True)
+    for ref in pending:
+        ray.cancel(ref, force=True)
 
 
 def main() -> None:
@@ -72,11 +90,10 @@ def main() -> None:
     args = parser.parse_args()
     ray.init(address=args.address, logging_level="ERROR", log_to_driver=False, configure_logging=False)
     try:
-        nodes = check_every_node(args.python, not args.no_probe, args.timeout)
+        with open(args.out, "w", encoding="utf-8") as out:
+            check_every_node(args.python, not args.no_probe, args.timeout, out)
     finally:
         ray.shutdown()
-    with open(args.out, "w", encoding="utf-8") as stream:
-        json.dump({"nodes": nodes}, stream)
 
 
 if __name__ == "__main__":

@@ -2,7 +2,8 @@
 
 A folder suits every scheduler (`srun envdoctor check --json ...` under Slurm, one Kubernetes job per
 node). From Ray, the driver runs as a child (ray_driver.py) and every report it brings back is saved
-under the report folder first, then read back like any other folder: both ways end the same.
+under the report folder as it is read from the driver's answers, then read back like any other
+folder: both ways end the same. Nodes the driver asked but that never answered are nodes without a report.
 """
 
 from __future__ import annotations
@@ -13,42 +14,35 @@ import re
 import socket
 import sys
 import tempfile
+from dataclasses import replace
 from pathlib import Path
-from typing import List, Optional
+from typing import Callable, Iterator, List, Optional
 
-from envdoctor import engine
-from envdoctor.errors import EnvdoctorError, ReportReadError, UsageError
-from envdoctor.fleet.aggregate import Node
-from envdoctor.fleet.node_task import check_options
-from envdoctor.proc import run_child
+from envdoctor.errors import EnvdoctorError, UsageError
+from envdoctor.fleet.node_task import PROGRESS, answer_deadline_s, check_options
+from envdoctor.fleet.nodes import NodeSource
+from envdoctor.proc import ChildResult, Kept, LineSplitter, run_piped
 from envdoctor.store import private_folder, write_private
 
 CONNECT_MARGIN_S = 60.0  # connecting to the cluster and starting the driver, on top of the nodes' own time
 REACH_TIMEOUT_S = 5.0
 HOST_PORT = re.compile(r"^(?:ray://)?\[?([^\[\]/]+?)\]?:(\d+)$")
+PROGRESS_LINE = re.compile(rf"^{PROGRESS} (\d+) (\d+) (.*)$")
+OnAnswer = Callable[[int, int, str], None]  # answered so far, nodes asked, the node that answered
 
 
 class FleetError(EnvdoctorError):
     """The cluster could not be reached or did not answer."""
 
 
-def read_node(name: str, path: Path, about: dict) -> Node:
-    """The node's report read from `path`, or the node with the reason it cannot be read."""
-    about = {**about, "file": str(path)}
-    try:
-        return Node(name, engine.read_report(path), about=about)
-    except ReportReadError as error:
-        return Node(name, None, str(error), about)
-
-
-def read_directory(directory: Path) -> List[Node]:
-    """Every *.json in `directory` as a node named after its file; an unreadable one keeps its reason."""
+def read_directory(directory: Path) -> List[NodeSource]:
+    """Every *.json in `directory` as a node named after its file."""
     if not directory.is_dir():
         raise UsageError(f"--reports {directory}: no such folder")
-    paths = sorted(directory.glob("*.json"))
-    if not paths:
+    sources = [NodeSource(path.stem, path) for path in sorted(directory.glob("*.json"))]
+    if not sources:
         raise UsageError(f"--reports {directory}: no *.json reports in it")
-    return [read_node(path.stem, path, {}) for path in paths]
+    return sources
 
 
 def safe_name(text: str) -> str:
@@ -71,38 +65,67 @@ def ensure_reachable(address: str) -> None:
         raise FleetError(f"no Ray cluster answers at {address}: {error.strerror or error}") from None
 
 
-def run_driver(address: str, python: Optional[str], probe: bool, timeout: float) -> List[dict]:
+def progress_relay(on_answer: OnAnswer) -> Callable[[str], None]:
+    """The driver's stdout lines handler: its progress lines to `on_answer`, anything else (Ray's own words) dropped."""
+
+    def relay(line: str) -> None:
+        match = PROGRESS_LINE.match(line)
+        if match:
+            on_answer(int(match.group(1)), int(match.group(2)), match.group(3))
+
+    return relay
+
+
+def run_driver(address: str, out: Path, python: Optional[str], probe: bool, timeout: float, on_answer: OnAnswer) -> ChildResult:
     if importlib.util.find_spec("ray") is None:
         raise UsageError(f"fleet --address needs Ray in this environment: {sys.executable} -m pip install 'ray>=2.9'")
     ensure_reachable(address)
-    with tempfile.TemporaryDirectory(prefix="envdoctor-fleet-") as scratch:
-        out = Path(scratch) / "nodes.json"
-        argv = [sys.executable, "-m", "envdoctor.fleet.ray_driver", "--address", address, "--timeout", str(timeout), "--out", str(out)]
-        result = run_child([*argv, *check_options(python, probe)], timeout=timeout + CONNECT_MARGIN_S)
-        if not result.ok or not out.is_file():
-            lines = [line for line in result.stderr.strip().splitlines() if line.strip()]
-            raise FleetError(f"cannot collect from the Ray cluster at {address}: driver {result.describe()}; {lines[-1] if lines else 'no message'}")
-        return json.loads(out.read_text(encoding="utf-8"))["nodes"]
+    argv = [sys.executable, "-m", "envdoctor.fleet.ray_driver", "--address", address, "--timeout", str(timeout), "--out", str(out)]
+    lines, stderr = LineSplitter(progress_relay(on_answer)), Kept()
+    result = run_piped([*argv, *check_options(python, probe)], answer_deadline_s(timeout) + CONNECT_MARGIN_S, None, None, lines.feed, stderr.feed)
+    lines.close()
+    return replace(result, stderr=stderr.text())
 
 
-def collect_from_ray(address: str, report_dir: Path, python: Optional[str], probe: bool, timeout: float) -> List[Node]:
-    """Run `check` on every node, save each report as <host>-<node id>.json, and read them back."""
-    answers = run_driver(address, python, probe, timeout)
+def driver_lines(out: Path, address: str, result: ChildResult) -> Iterator[dict]:
+    """The driver's JSON lines, one at a time; FleetError when it never said which nodes it asked."""
     try:
-        private_folder(report_dir)
+        with out.open(encoding="utf-8") as stream:
+            yield json.loads(next(stream))
+            yield from (json.loads(line) for line in stream if line.endswith("\n"))  # a last line cut short is no answer
+    except (OSError, StopIteration, ValueError):
+        lines = [line for line in result.stderr.strip().splitlines() if line.strip()]
+        raise FleetError(f"cannot collect from the Ray cluster at {address}: driver {result.describe()}; {lines[-1] if lines else 'no message'}") from None
+
+
+def saved(answer: dict, report_dir: Path) -> NodeSource:
+    """The node that answered, its report saved as <host>-<node id>.json."""
+    name = node_name(answer)
+    about = {k: answer[k] for k in ("node_id", "hostname", "address", "resources")}
+    if answer["report"] is None:
+        return NodeSource(name, None, about, answer["error"])
+    path = report_dir / f"{name}.json"
+    try:
+        write_private(path, answer["report"])
     except OSError as error:
-        raise UsageError(f"cannot create {report_dir}: {error.strerror or error}") from None
-    nodes = []
-    for answer in answers:
-        name = node_name(answer)
-        about = {k: answer[k] for k in ("node_id", "hostname", "address", "resources")}
-        if answer["report"] is None:
-            nodes.append(Node(name, None, answer["error"], about))
-            continue
-        path = report_dir / f"{name}.json"
+        raise UsageError(f"cannot save {path}: {error.strerror or error}") from None
+    return NodeSource(name, path, about)
+
+
+def collect_from_ray(address: str, report_dir: Path, python: Optional[str], probe: bool, timeout: float, on_answer: OnAnswer) -> List[NodeSource]:
+    """Run `check` on every node, save each report, and list every node asked, answered or not."""
+    with tempfile.TemporaryDirectory(prefix="envdoctor-fleet-") as scratch:
+        out = Path(scratch) / "answers.jsonl"
+        result = run_driver(address, out, python, probe, timeout, on_answer)
+        lines = driver_lines(out, address, result)
+        asked = next(lines)["nodes"]
         try:
-            write_private(path, answer["report"])
+            private_folder(report_dir)
         except OSError as error:
-            raise UsageError(f"cannot save {path}: {error.strerror or error}") from None
-        nodes.append(read_node(name, path, about))
-    return nodes
+            raise UsageError(f"cannot create {report_dir}: {error.strerror or error}") from None
+        answered = {answer["node_id"]: saved(answer, report_dir) for answer in lines}
+    waited = f"within {answer_deadline_s(timeout):.0f} s" if result.ok else f"before the Ray driver {result.describe()}"
+    return [
+        answered.get(node["node_id"]) or NodeSource(node_name(node), None, node, f"no answer {waited}")
+        for node in asked
+    ]
