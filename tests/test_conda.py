@@ -421,6 +421,7 @@ def test_hostile_conda_meta_and_objects_on_disk_are_bounded_and_reported(tmp_pat
     assert facts["records_total"] == 5 and [r["name"] for r in facts["records"]] == ["pip", "python"]
 
 
+@pytest.mark.slow
 def test_record_count_is_bounded_with_a_truncation_fact(tmp_path):
     env = CondaEnv(make_root(tmp_path), "many", sys.executable)
     for n in range(3001):
