@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import re
 import shlex
-from typing import Any, Iterable, List, Mapping, Optional, Sequence
+from typing import Any, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 from envdoctor.capture import stacks
 from envdoctor.capture.describe import forwarding, left_behind_text, mib, where
 from envdoctor.capture.record import output_lines
 from envdoctor.checks import check
+from envdoctor.checks.wheels import target_python
 from envdoctor.failures import Failure, classify_exception, first_line
 from envdoctor.model import Finding, Remedy, Severity
 
@@ -228,6 +229,29 @@ def exception_evidence(exception: Mapping[str, Any], failure: Failure) -> dict:
     return evidence
 
 
+def exception_remedies(facts: Mapping[str, Any], failure: Failure) -> Tuple[Remedy, ...]:
+    """The first step for each kind of failure, in the words of the interpreter the command ran."""
+    python = target_python(facts)
+    top = failure.named.split(".")[0]
+    if failure.kind == "circular-import":
+        finds = f'import importlib.util; print(importlib.util.find_spec("{top}").origin)'
+        return (
+            Remedy(f"Check which file `import {top}` runs (a local file or folder of that name shadows the installed package):", shlex.join([python, "-c", finds])),
+            Remedy("Break the cycle: import the module rather than a name from it (`from pkg import mod`), or move the import into the function that needs it."),
+        )
+    if failure.kind == "missing-module":
+        return (Remedy(f"Install what provides `{top}` into the interpreter the command ran:", shlex.join([python, "-m", "pip", "install", top])),)
+    if failure.kind == "numpy-abi":
+        return (Remedy("Keep NumPy below 2 until the extension is rebuilt for NumPy 2 (or upgrade the extension):", shlex.join([python, "-m", "pip", "install", "numpy<2"])),)
+    if failure.kind in ("glibc", "libstdcxx", "undefined-symbol", "missing-library"):
+        return (Remedy("See which library each installed module loads and which one fails:", "envdoctor check --imports"),)
+    if failure.kind in ("no-kernel-image", "cuda-out-of-memory"):
+        return (Remedy("Compare the GPU with what the torch build supports and what else holds its memory:", "envdoctor check --only cuda --only gpu"),)
+    if failure.kind == "illegal-instruction":
+        return (Remedy("Compare the CPU's instruction sets with what the wheels need:", "envdoctor check --only cpu"),)
+    return ()
+
+
 @check("run.exception", "The Python exception the command died of, classified", requires=("run",))
 def exception(facts: Mapping[str, Any]) -> Iterable[Finding]:
     run = facts["run"]
@@ -244,4 +268,5 @@ def exception(facts: Mapping[str, Any]) -> Iterable[Finding]:
         title=f"The command {failure.what}{cycle}: {failure.first_line}",
         explanation=f"{raised['type']} raised" + (f" at {stacks.frame_text(fault)}" if fault else "") + f"; classified as {failure.kind}" + (f" ({failure.named})" if failure.named else "") + ".",
         evidence=evidence,
+        remedies=exception_remedies(facts, failure),
     )

@@ -210,4 +210,5 @@ def model_verdict(facts: Mapping[str, Any]) -> Iterable[Cause]:
         return
     for finding in facts.get("findings") or ():
         if finding.domain == "sb3" and finding.severity is Severity.ERROR:
-            yield cause(finding, "likely", [f"{finding.evidence.get('model', '')}: {finding.explanation or finding.title}"[:500]], "model-verdict")
+            said = (finding.explanation or finding.title).split(". ")[0][:300]
+            yield cause(finding, "likely", [f"{finding.evidence.get('model', '')}, read without running it: {said}"], "model-verdict")

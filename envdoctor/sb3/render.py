@@ -17,7 +17,8 @@ from envdoctor.model import Report
 from envdoctor.render import markdown as markdown_renderer
 from envdoctor.render import summary_line
 from envdoctor.render.escape import escaped
-from envdoctor.render.terminal import finding_block
+from envdoctor.render.diagnosis import markdown_lines
+from envdoctor.render.terminal import diagnosis_block, finding_block
 from envdoctor.sb3 import verdicts
 
 SHOWN = 20  # list items shown per model; the JSON report keeps them all
@@ -138,6 +139,7 @@ def report_terminal(report: Report, verbose: bool = False, color: bool = False, 
     models = report.facts["models"]
     buffer = io.StringIO()
     console = Console(file=buffer, force_terminal=color, no_color=not color, width=width, highlight=False, emoji=False)
+    diagnosis_block(console, report)
     for model in models["files"]:
         console.out(text(model, models["target"]), end="")
     console.print()
@@ -150,6 +152,7 @@ def report_terminal(report: Report, verbose: bool = False, color: bool = False, 
 def report_markdown(report: Report) -> str:
     report = escaped(report)
     models = report.facts["models"]
-    parts = [markdown(model, models["target"]) for model in models["files"]]
+    parts = ["\n".join(markdown_lines(report))] if report.diagnosis else []
+    parts += [markdown(model, models["target"]) for model in models["files"]]
     parts += [markdown_renderer.finding_section(f) for f in report.findings]
     return "\n".join(parts)
