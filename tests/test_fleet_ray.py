@@ -123,6 +123,13 @@ def test_the_node_with_another_thread_setting_is_the_outlier(fleet_run):
     assert all(not n["error"] for n in nodes)
 
 
+def test_progress_counts_the_nodes_as_they_answer(fleet_run):
+    run, _ = fleet_run
+    progress = [line for line in run.stderr.splitlines() if line.startswith("envdoctor fleet: ")]
+    assert [line.split()[2] for line in progress] == ["1/3", "2/3", "3/3"], run.stderr
+    assert all(line.endswith(")") and " nodes answered (" in line for line in progress)
+
+
 def test_every_report_is_saved_and_reads_back_as_a_fleet(fleet_run, envdoctor):
     run, reports = fleet_run
     saved = sorted(reports.glob("*.json"))
@@ -131,3 +138,24 @@ def test_every_report_is_saved_and_reads_back_as_a_fleet(fleet_run, envdoctor):
     again = envdoctor("fleet", "--reports", str(reports), "--json", "-")
     outlier = [n["name"] for n in again.json()["nodes"] if n["deviations"]]
     assert outlier == [n["name"] for n in run.json()["nodes"] if n["deviations"]]
+
+
+def test_a_node_that_does_not_answer_is_listed_without_a_report(cluster, tmp_path):
+    """The worker node frozen (SIGSTOP on its raylet and workers): the others still count; it is named."""
+    from conftest import run_envdoctor
+
+    frozen = cluster.processes[-1].pid
+    os.killpg(frozen, signal.SIGSTOP)
+    try:
+        started = time.monotonic()
+        run = run_envdoctor("fleet", "--address", cluster.address, "--no-probe", "--timeout", "20", "--report-dir", str(tmp_path / "r"), "--json", "-", cwd=tmp_path, timeout=400)
+        took = time.monotonic() - started
+    finally:
+        os.killpg(frozen, signal.SIGCONT)
+    assert run.returncode == 1, run
+    document = run.json()
+    silent = [n for n in document["nodes"] if n["error"]]
+    assert len(silent) == 1 and len(document["nodes"]) == 3, document["nodes"]
+    assert document["counts"]["without_report"] == 1 and document["without_report"][0]["nodes"] == [silent[0]["name"]]
+    assert sorted(p.stem for p in (tmp_path / "r").glob("*.json")) == sorted(n["name"] for n in document["nodes"] if not n["error"])
+    assert took < 20 + 30 + 60, took  # the node's time and the margins, never Ray's own retries
