@@ -3,12 +3,18 @@
 faulthandler names threads only by their pthread id, so each thread is named here by what it runs:
 the main thread runs the script's `<module>`; a `threading.Thread` runs its target, which is the first
 frame of the user's own code above threading's bootstrap (e.g. `capture_frames`, not the main loop).
+
+Each frame also records, at capture time, whether its source file exists on this machine and its
+source line: code whose file is not here (a function cloudpickled elsewhere) is foreign, and a hang's
+`with lock:` line says what its thread waits for. A report re-judged elsewhere keeps both answers.
 """
 
 from __future__ import annotations
 
+import linecache
 import os
 import re
+import stat
 from typing import Iterable, List, Optional
 
 from envdoctor.probe import tracebacks
@@ -17,6 +23,10 @@ from envdoctor.probe import tracebacks
 STDLIB = re.compile(r"([/\\][Ll]ib[/\\]python\d+(\.\d+)?t?[/\\](?!(site|dist)-packages[/\\])|^<frozen )")
 PACKAGES = re.compile(r"[/\\](site|dist)-packages[/\\]")
 ENVDOCTOR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SOURCE_CHARS = 200
+SOURCE_FILE_BYTES = 4 << 20  # a larger "source" file is not read for one line
+FAULTHANDLER_NAME_CHARS = 500  # faulthandler cuts longer names and appends "..."
+ESCAPED = re.compile(r"\\x([0-9a-f]{2})|\\u([0-9a-f]{4})|\\U([0-9a-f]{8})")
 
 
 def parse(text: str) -> Optional[dict]:
@@ -27,7 +37,42 @@ def parse(text: str) -> Optional[dict]:
         return None
     for thread in dump["threads"]:
         thread.update(describe(thread["frames"]))
+        for frame in thread["frames"]:
+            frame.update(located(frame))
     return dump
+
+
+def located(frame: dict) -> dict:
+    """`exists`: whether the frame's source file is on this machine (None for `<string>`, `<frozen ...>`
+    and names faulthandler cut short); `source`: its stripped line, None when unreadable."""
+    name = frame["file"]
+    if name.startswith("<") or name == "???" or (len(name) > FAULTHANDLER_NAME_CHARS and name.endswith("...")):
+        return {"exists": None, "source": None}
+    path = local_file(name)
+    return {"exists": path is not None, "source": source_line(path, frame["line"]) if path else None}
+
+
+def local_file(name: str) -> Optional[str]:
+    """The file a frame names, on this machine: faulthandler writes non-ASCII characters as escapes
+    (`\\xe9`), so the unescaped name is tried too."""
+    return next((path for path in dict.fromkeys((name, ESCAPED.sub(unescaped, name))) if os.path.exists(path)), None)
+
+
+def unescaped(match: re.Match) -> str:
+    code = int(next(group for group in match.groups() if group), 16)
+    return chr(code) if code <= 0x10FFFF else match.group(0)
+
+
+def source_line(path: str, number: Optional[int]) -> Optional[str]:
+    """Line `number` of a regular file of modest size (a FIFO or a device is never opened)."""
+    try:
+        info = os.stat(path)
+    except (OSError, ValueError):
+        return None
+    if not number or not stat.S_ISREG(info.st_mode) or info.st_size > SOURCE_FILE_BYTES:
+        return None
+    text = linecache.getline(path, number).strip()
+    return text[:SOURCE_CHARS] or None
 
 
 def describe(frames: List[dict]) -> dict:
