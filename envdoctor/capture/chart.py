@@ -2,13 +2,16 @@
 
 Both draw the same series: the tree's summed RSS and each GPU's used memory, against the limits the
 command lived under (RLIMIT_AS, cgroup limit, GPU capacity), so "it grew until it hit the wall" is
-visible at a glance.
+visible at a glance. When RSS grows steadily (capture/growth.py), both add the fitted trend: the
+text chart a caption line ("RSS grows 12 MiB/min; reaches the 2.0 GiB address-space limit at ~6 min"),
+the PNG a dashed line along the trend, on to the limit when it is met within the picture's time.
 """
 
 from __future__ import annotations
 
 from typing import List, Optional, Tuple
 
+from envdoctor.capture.growth import steady_growth, trend_at
 from envdoctor.capture.png import Canvas, text_width
 
 BARS = "▁▂▃▄▅▆▇█"
@@ -16,12 +19,32 @@ Series = Tuple[str, List[Tuple[float, int]], Optional[int]]  # label, (t, bytes)
 
 COLORS = [(31, 119, 180), (255, 127, 14), (44, 160, 44), (148, 103, 189), (140, 86, 75)]
 LIMIT_COLOR, AXIS, GRID, INK = (214, 39, 40), (90, 90, 90), (225, 225, 225), (40, 40, 40)
+TREND_COLOR = (120, 120, 120)
 
 
 def amount(n: Optional[float]) -> str:
     if n is None:
         return "?"
     return f"{n / 2 ** 30:.1f} GiB" if n >= 2 ** 30 else f"{n / 2 ** 20:.0f} MiB"
+
+
+def about(seconds: float) -> str:
+    """A projected time, as roughly as it is known: "~40 s", "~6 min", "~3.5 h", "~4 days"."""
+    if seconds < 120:
+        return f"~{seconds:.0f} s"
+    if seconds < 2 * 3600:
+        return f"~{seconds / 60:.0f} min"
+    if seconds < 2 * 86400:
+        return f"~{seconds / 3600:.1f} h"
+    return f"~{seconds / 86400:.0f} days"
+
+
+def growth_caption(growth: dict) -> str:
+    """e.g. "RSS grows 12 MiB/min; reaches the 2.0 GiB address-space limit at ~6 min"."""
+    text = f"RSS grows {amount(growth['slope_bytes_per_min'])}/min"
+    if growth.get("projected_s") is not None:
+        text += f"; reaches the {amount(growth['limit_bytes'])} {growth['limit_name']} limit at {about(growth['projected_s'])}"
+    return text
 
 
 def series(run: dict) -> List[Series]:
@@ -61,6 +84,9 @@ def text_chart(run: dict, width: int = 48) -> List[str]:
             bars.append(BARS[min(len(BARS) - 1, int(last / top * (len(BARS) - 1) + 0.5))])
         limit_text = f" of {amount(limit)}" if limit else ""
         lines.append(f"{label:<5} {''.join(bars)} peak {amount(peak)}{limit_text}")
+    growth = steady_growth(run.get("memory") or {}) if lines else None
+    if growth:
+        lines.append(f"{'':<5} {growth_caption(growth)}")
     return lines
 
 
@@ -107,5 +133,12 @@ def picture(run: dict, width: int = 720, height: int = 320) -> Optional[bytes]:
         legend_x = canvas.text(legend_x + 18, 15, label, INK) + 24
     if any(limit for _, _, limit in drawn):
         canvas.line(legend_x, 20, legend_x + 20, 20, LIMIT_COLOR, width=1, dash=4)
-        canvas.text(legend_x + 28, 15, "LIMIT", INK)
+        legend_x = canvas.text(legend_x + 28, 15, "LIMIT", INK) + 24
+    growth = steady_growth(run.get("memory") or {})
+    if growth:
+        ends = (growth["fitted_from_s"], min(duration, growth["projected_s"] if growth["projected_s"] is not None else duration))
+        (t0, v0), (t1, v1) = [(t, min(trend_at(growth, t), ceiling)) for t in ends]
+        canvas.line(x_of(t0), y_of(v0), x_of(t1), y_of(v1), TREND_COLOR, width=1, dash=4)
+        canvas.line(legend_x, 20, legend_x + 20, 20, TREND_COLOR, width=1, dash=4)
+        canvas.text(legend_x + 28, 15, f"TREND {amount(growth['slope_bytes_per_min'])}/MIN", INK)
     return canvas.png()

@@ -13,6 +13,7 @@ from typing import List, Optional
 from envdoctor.capture import gdb, signals, stacks
 from envdoctor.capture.limits import kernel_oom_lines
 from envdoctor.capture.supervise import Settings, Supervised
+from envdoctor.processes import psutil
 
 OUTPUT_TAIL_LINES = 100
 # Endings that deserve a crash report without being asked for one.
@@ -58,6 +59,14 @@ def ending(seen: Supervised, returncode: Optional[int]) -> dict:
     }
 
 
+def ram_total() -> Optional[int]:
+    """The machine's RAM: the last limit a steadily growing command meets."""
+    try:
+        return psutil.virtual_memory().total
+    except psutil.Error:
+        return None
+
+
 def memory_facts(seen: Supervised, kind: str, returncode: Optional[int]) -> dict:
     sampler = seen.sampler
     samples = sampler.timeline.samples if sampler else []
@@ -68,6 +77,7 @@ def memory_facts(seen: Supervised, kind: str, returncode: Optional[int]) -> dict
         "peak_rss_bytes": peak["rss_bytes"] if peak else None,
         "peak_rss_at_s": peak["t"] if peak else None,
         "address_space_limit_bytes": sampler.address_space_bytes if sampler else None,
+        "ram_total_bytes": ram_total(),
         "cgroups": sampler.cgroup_facts() if sampler else [],
         "kernel_oom_lines": kernel_oom_lines(sampler.pids_seen) if sampler and killed and kind != "hang" else [],
     }

@@ -24,6 +24,7 @@ BUILTIN_MODULES = (
     "envdoctor.checks.conda",
     "envdoctor.checks.run",
     "envdoctor.checks.run_hang",
+    "envdoctor.checks.run_memory",
     "envdoctor.checks.doctor",
 )
 
