@@ -1,0 +1,183 @@
+"""Hangs told apart (`envdoctor run --hang-timeout`): threads deadlocked on each other's locks or on the
+import lock (run.deadlock), a command still busy on a CPU (run.hang, still_working), and the frames
+every stack records (whether the source file exists here, and its line)."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+from conftest import findings_by_id, run_envdoctor
+from envdoctor.capture import stacks
+
+LOCKS_IN_OPPOSITE_ORDER = """\
+import threading
+lock_a, lock_b = threading.Lock(), threading.Lock()
+both_hold_one = threading.Barrier(2)
+
+def take_a_then_b():
+    with lock_a:
+        both_hold_one.wait()
+        with lock_b:
+            pass
+
+def take_b_then_a():
+    with lock_b:
+        both_hold_one.wait()
+        with lock_a:
+            pass
+
+workers = [threading.Thread(target=take_a_then_b), threading.Thread(target=take_b_then_a)]
+for worker in workers:
+    worker.start()
+for worker in workers:
+    worker.join()
+"""
+PLUGIN_THAT_WAITS_ON_ITS_OWN_IMPORT = """\
+import threading
+
+def register():
+    import plugin
+
+worker = threading.Thread(target=register)
+worker.start()
+worker.join()
+"""
+BUSY_LOOP = """\
+n = 0
+while True:
+    n += 1
+"""
+WAITS_FOR_A_QUEUE_NOBODY_FILLS = """\
+import queue, threading
+jobs = queue.Queue()
+worker = threading.Thread(target=jobs.get)
+worker.start()
+worker.join()
+"""
+
+
+def hang(folder: Path, source: str, **modules: str):
+    """`envdoctor run --hang-timeout 2` of `source` as prog.py (beside `modules`, name → source): the
+    run and its saved report."""
+    for name, text in {"prog": source, **modules}.items():
+        (folder / f"{name}.py").write_text(text)
+    run = run_envdoctor("run", "--hang-timeout", "2", "--report-dir", str(folder / "reports"), "--", sys.executable, str(folder / "prog.py"), cwd=folder, timeout=60)
+    assert run.returncode == 124, run
+    return run, json.loads(next((folder / "reports").glob("crash-*.json")).read_text())
+
+
+@pytest.fixture(scope="session")
+def deadlocked(tmp_path_factory):
+    return hang(tmp_path_factory.mktemp("deadlock"), LOCKS_IN_OPPOSITE_ORDER)
+
+
+def test_two_threads_taking_two_locks_in_opposite_order_are_a_deadlock(deadlocked):
+    run, report = deadlocked
+    found = findings_by_id(report)
+    [deadlock] = found["run.deadlock"]
+    assert deadlock["severity"] == "error"
+    waiting = {t["thread"].split(" running ")[1].split(" ")[0]: t for t in deadlock["evidence"]["threads"]}
+    assert waiting["take_a_then_b"]["at"] == "`with lock_b:` (prog.py:8)" and waiting["take_a_then_b"]["waits_for"] == "lock"
+    assert waiting["take_b_then_a"]["at"] == "`with lock_a:` (prog.py:14)"
+    assert waiting["<module>"]["waits_for"] == "join"
+    assert any("take_b_then_a (prog.py:14)" in frame for frame in waiting["take_b_then_a"]["frames"])
+    assert "with lock_b:" in deadlock["title"] and "with lock_a:" in deadlock["title"]
+    assert deadlock["evidence"]["cpu_percent"] is None or deadlock["evidence"]["cpu_percent"] < 5
+    [hung] = found["run.hang"]
+    assert hung["evidence"]["still_working"] is False and hung["severity"] == "error"
+
+
+def test_every_frame_records_whether_its_file_is_here_and_its_line(deadlocked):
+    _, report = deadlocked
+    frames = [f for t in report["run"]["python_stacks"]["threads"] for f in t["frames"]]
+    own = [f for f in frames if f["file"].endswith("prog.py")]
+    assert own and all(f["exists"] is True for f in own)
+    assert {f["source"] for f in own} >= {"with lock_a:", "with lock_b:", "worker.join()"}
+    library = [f for f in frames if f["file"].endswith("threading.py")]
+    assert library and all(f["exists"] is True and f["source"] for f in library)
+
+
+def test_a_thread_waiting_on_the_import_of_the_module_that_started_it_is_an_import_lock_deadlock(tmp_path):
+    _, report = hang(tmp_path, "import plugin\n", plugin=PLUGIN_THAT_WAITS_ON_ITS_OWN_IMPORT)
+    [deadlock] = findings_by_id(report)["run.deadlock"]
+    kinds = sorted(t["waits_for"] for t in deadlock["evidence"]["threads"])
+    assert kinds == ["import lock", "join"]
+    assert deadlock["evidence"]["threads"][0]["at"] == "`import plugin` (plugin.py:4)"
+    assert "import" in deadlock["remedies"][0]["summary"]
+    frozen = [f for t in report["run"]["python_stacks"]["threads"] for f in t["frames"] if f["file"].startswith("<frozen")]
+    assert frozen and all(f["exists"] is None and f["source"] is None for f in frozen)
+
+
+def test_a_wait_for_work_that_never_comes_is_a_hang_not_a_deadlock(tmp_path):
+    _, report = hang(tmp_path, WAITS_FOR_A_QUEUE_NOBODY_FILLS)
+    found = findings_by_id(report)
+    assert "run.deadlock" not in found
+    assert found["run.hang"][0]["evidence"]["still_working"] is False
+
+
+def test_a_silent_command_still_using_a_cpu_is_busy_not_hung(tmp_path):
+    _, report = hang(tmp_path, BUSY_LOOP)
+    found = findings_by_id(report)
+    [hung] = found["run.hang"]
+    assert hung["evidence"]["still_working"] is True and hung["evidence"]["cpu_percent"] >= 20
+    assert hung["severity"] == "warning" and "busy-looping, not hung" in hung["title"]
+    assert "run.deadlock" not in found
+
+
+def test_a_frame_whose_file_is_not_on_this_machine_is_marked_foreign(tmp_path):
+    """A function compiled elsewhere (as cloudpickle carries it) under a path this machine lacks."""
+    script = tmp_path / "prog.py"
+    script.write_text('import ctypes\nexec(compile("import ctypes\\nctypes.string_at(0)", "/home/someone-else/train_schedule.py", "exec"))\n')
+    run = run_envdoctor("run", "--report-dir", str(tmp_path / "reports"), "--", sys.executable, str(script), cwd=tmp_path, timeout=60)
+    assert run.returncode == 139, run
+    report = json.loads(next((tmp_path / "reports").glob("crash-*.json")).read_text())
+    frames = {f["file"]: f for t in report["run"]["python_stacks"]["threads"] for f in t["frames"]}
+    assert frames["/home/someone-else/train_schedule.py"]["exists"] is False
+    assert frames["/home/someone-else/train_schedule.py"]["source"] is None
+    assert frames[str(script)]["exists"] is True and frames[str(script)]["source"].startswith("exec(compile(")
+
+
+def hostile_files(folder: Path):
+    """Names a frame may carry that must be answered without reading, blocking or failing: (name, exists)."""
+    fifo = folder / "pipe.py"
+    os.mkfifo(fifo)
+    big = folder / "big.py"
+    with open(big, "wb") as stream:
+        stream.truncate(stacks.SOURCE_FILE_BYTES + 1)
+    yield "a FIFO nobody writes", str(fifo), True
+    yield "a device", "/dev/zero", True
+    yield "a folder", str(folder), True
+    yield "a file larger than a source file", str(big), True
+    yield "a missing file", str(folder / "missing.py"), False
+    yield "a name faulthandler cut short", "/x" * 300 + "...", None
+    yield "an escape past Unicode", str(folder / "\\U0011ffff.py"), False
+    yield "a pseudo-file", "<string>", None
+    yield "no name", "???", None
+
+
+def test_frames_of_hostile_files_are_answered_without_reading_them(tmp_path):
+    cases = list(hostile_files(tmp_path))
+    dump = "Fatal Python error: Segmentation fault\n\nCurrent thread 0x00007f0000000001 (most recent call first):\n"
+    dump += "".join(f'  File "{name}", line 1 in f{i}\n' for i, (_, name, _) in enumerate(cases))
+    result = {}
+    worker = threading.Thread(target=lambda: result.update(parsed=stacks.parse(dump)), daemon=True)
+    worker.start()
+    worker.join(timeout=10)
+    assert not worker.is_alive(), "parsing blocked on a frame's file"
+    frames = result["parsed"]["threads"][0]["frames"]
+    for (case, _, exists), frame in zip(cases, frames):
+        assert (frame["exists"], frame["source"]) == (exists, None), case
+
+
+def test_a_name_faulthandler_escaped_is_found_under_its_real_name(tmp_path):
+    script = tmp_path / "schedulé.py"
+    script.write_text("value = 1  # " + "x" * 400 + "\n")
+    escaped = str(script).replace("é", "\\xe9")
+    [frame] = stacks.parse(f'Current thread 0x1 (most recent call first):\n  File "{escaped}", line 1 in <module>\n')["threads"][0]["frames"]
+    assert frame["exists"] is True and frame["source"] == ("value = 1  # " + "x" * 400)[: stacks.SOURCE_CHARS]
