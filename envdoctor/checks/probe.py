@@ -9,7 +9,7 @@ domain-facts.md §7 (threadpoolctl's multiple_openmp.md: libomp + libiomp is the
 from __future__ import annotations
 
 import shlex
-from typing import Any, Iterable, Mapping, Optional
+from typing import Any, Iterable, Mapping, Optional, Sequence, Tuple
 
 from envdoctor.capture import stacks
 from envdoctor.checks import check
@@ -248,24 +248,28 @@ def bisected(facts: Mapping[str, Any]) -> Iterable[Finding]:
     if bisection is None:
         return
     tried = {v.name: v.outcome.value for v in bisection.variations}
-    passing = bisection.passing
+    passing = [(v.command, BY_NAME[v.name].meaning if v.name in BY_NAME else v.summary) for v in bisection.passing]
+    yield bisection_finding("probe.bisected", bisection.failure, passing, {"tried": tried, **({"stage": bisection.stage} if passing else {})})
+
+
+def bisection_finding(check_id: str, failure: str, passing: Sequence[Tuple[str, str]], evidence: Mapping[str, Any]) -> Finding:
+    """The verdict of a bisection, the probe's or a run's: the settings, each (shell line, what it rules
+    in), that made `failure` go away, or that none did."""
     if not passing:
-        yield Finding(
-            id="probe.bisected",
+        return Finding(
+            id=check_id,
             severity=Severity.INFO,
-            title=f"No single environment change made the failure ({bisection.failure}) go away",
+            title=f"No single environment change made the failure ({failure}) go away",
             explanation="The cause is in the installed packages or the machine itself, not in thread, CUDA, CPU-kernel or library-path settings.",
-            evidence={"tried": tried},
+            evidence=dict(evidence),
         )
-        return
-    names = ", ".join(v.command for v in passing)
-    yield Finding(
-        id="probe.bisected",
+    return Finding(
+        id=check_id,
         severity=Severity.WARNING,
-        title=f"The failure ({bisection.failure}) goes away with: {names}",
-        explanation=" ".join(BY_NAME[v.name].meaning if v.name in BY_NAME else v.summary for v in passing),
-        evidence={"tried": tried, "stage": bisection.stage},
-        remedies=tuple(Remedy("Set it before training (in the shell, the job script or the container):", v.command) for v in passing),
+        title=f"The failure ({failure}) goes away with: {', '.join(command for command, _ in passing)}",
+        explanation=" ".join(meaning for _, meaning in passing),
+        evidence=dict(evidence),
+        remedies=tuple(Remedy("Set it before training (in the shell, the job script or the container):", command) for command, _ in passing),
     )
 
 

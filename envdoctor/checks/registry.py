@@ -25,6 +25,7 @@ BUILTIN_MODULES = (
     "envdoctor.checks.run",
     "envdoctor.checks.run_hang",
     "envdoctor.checks.run_memory",
+    "envdoctor.checks.run_bisect",
     "envdoctor.checks.doctor",
 )
 

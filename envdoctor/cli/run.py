@@ -10,6 +10,7 @@ from typing import List
 import click
 
 from envdoctor.capture import record
+from envdoctor.capture.bisect import bisect_run
 from envdoctor.capture.describe import aftermath
 from envdoctor.capture.render import one_line, terminal_summary
 from envdoctor.capture.report import crash_report, save
@@ -32,14 +33,24 @@ def save_or_warn(report, directory: Path) -> List[Path]:
         return []
 
 
+def bisected(run_section: dict) -> None:
+    """Add the bisection of the failed command to its run section, before the report judges it; a
+    Ctrl-C ends the re-runs and the report is written without it."""
+    try:
+        run_section["bisection"] = bisect_run(run_section, os.environ, progress=lambda line: click.echo(escape_control(f"envdoctor: {line}", multiline=False), err=True))
+    except KeyboardInterrupt:
+        click.echo("envdoctor: bisection interrupted; the report is written without it", err=True)
+
+
 @click.command(context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
 @click.option("--report-dir", type=click.Path(file_okay=False, path_type=Path), help="Where to save the crash report [default: ./reports].")
 @click.option("--gdb", "under_gdb", is_flag=True, help="Run under gdb for the native backtrace of every thread.")
 @click.option("--hang-timeout", type=Seconds(0.1, WEEK_S), metavar="SECONDS", help="Treat this long without any output as a hang: dump every thread's stack and end it.")
 @click.option("--sample-interval", type=Seconds(0.01, 3600), default=0.5, show_default=True, metavar="SECONDS", help="How often to sample memory and GPU memory.")
 @click.option("--always-report", is_flag=True, help="Write a report even when the command exits cleanly.")
+@click.option("--bisect", "bisect", is_flag=True, help="After a crash, hang or failure, re-run COMMAND once per single environment change (threads=1, no CUDA, generic CPU kernels, no LD_LIBRARY_PATH/LD_PRELOAD/PYTHONPATH/user site, MKL on GNU OpenMP), in parallel and bounded in time, to find the change that makes it go away.")
 @click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
-def run(report_dir, under_gdb, hang_timeout, sample_interval, always_report, command) -> int:
+def run(report_dir, under_gdb, hang_timeout, sample_interval, always_report, bisect, command) -> int:
     """Run COMMAND with its output passed through; if it crashes, hangs or fails, explain why.
 
     Exits with COMMAND's own status (128+N for signal N, 124 for a hang). Example:
@@ -52,6 +63,8 @@ def run(report_dir, under_gdb, hang_timeout, sample_interval, always_report, com
     if end["kind"] == "not-started":
         click.echo(escape_control(f"envdoctor: cannot run {command[0]}: {end['start_error']}", multiline=False), err=True)
         return end["exit_status"]
+    if bisect and end["kind"] in record.ABNORMAL:
+        bisected(run_section)
     if end["kind"] in record.ABNORMAL or always_report:
         report = crash_report(run_section, os.environ)
         saved = save_or_warn(report, report_dir or DEFAULT_REPORT_DIR)
