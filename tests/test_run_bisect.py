@@ -12,10 +12,12 @@ import sys
 import time
 from pathlib import Path
 
+import jsonschema
 import pytest
 
 from conftest import findings_by_id, run_envdoctor
 from envdoctor.probe.bisection import VARIATIONS
+from envdoctor.schema import report_schema
 
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
 SINGLE_THREAD = "export OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1"
@@ -96,6 +98,7 @@ def assert_single_thread_named(run, report, logged, outcome: str) -> None:
 
 def test_a_crash_only_with_several_threads_is_bisected_to_single_thread(single_thread_crash):
     assert_single_thread_named(*single_thread_crash, outcome="passes")
+    jsonschema.validate(single_thread_crash[1], report_schema())
 
 
 @pytest.mark.slow
