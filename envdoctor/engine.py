@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Iterable, List, Mapping, NamedTuple, Optional, Sequence, Tuple
 
 from envdoctor import __version__, proc, redact
-from envdoctor.checks.registry import load_checks, select
+from envdoctor.checks.registry import load_checks, load_links, select
 from envdoctor.checks.runner import run_checks
 from envdoctor.collect import CollectContext, gather, timed
 from envdoctor.collect.imports import ImportOptions
@@ -67,7 +67,7 @@ def judge(facts: Mapping, probe: Optional[Mapping], selection: Selection, run: O
     judged = {**facts, "probe": probe, "run": run}
     findings, runs = run_checks(select(checks, selection.only, selection.skip), judged)
     findings = [plugin_failure(n, e) for n, e in failures] + findings
-    diagnosis, crashed, link_runs = link_and_rank(judged, findings, selection.skip)
+    diagnosis, crashed, link_runs = link_and_rank(judged, findings, select(load_links(), selection.only, selection.skip))
     findings = sorted(findings + crashed, key=lambda f: -f.severity.rank)
     return Judgement(findings, runs + link_runs, diagnosis, (time.perf_counter() - started) * 1000)
 
@@ -128,7 +128,7 @@ def inspect_models(python: str, models: Sequence[str], environ: Optional[Mapping
     """A report on SB3 model files alone (`envdoctor inspect`): their forensics judged by the sb3 checks."""
     environ = dict(os.environ if environ is None else environ)
     facts, inspect_ms = inspected(python, models)
-    return judged_report(python, {"models": facts}, None, Selection(only=("sb3",)), {"inspect": inspect_ms}, environ)
+    return judged_report(python, {"models": facts}, None, Selection(only=("sb3", "diagnosis")), {"inspect": inspect_ms}, environ)
 
 
 def inspected(python: str, models: Sequence[str]) -> Tuple[dict, float]:

@@ -53,6 +53,13 @@ def load_checks() -> tuple:
     return tuple(CHECKS), tuple(failures)
 
 
+def load_links() -> List[Check]:
+    """The diagnosis's linking rules (envdoctor/diagnosis/links.py), registered on import."""
+    from envdoctor.diagnosis import LINKS, links  # noqa: F401  (importing `links` registers the rules)
+
+    return list(LINKS)
+
+
 def select(checks: List[Check], only=(), skip=()) -> List[Check]:
     """Checks whose id or domain is in `only` (when given) and not in `skip`."""
 

@@ -6,7 +6,6 @@ from typing import Any, Iterable, List, Mapping, Sequence, Tuple
 
 from envdoctor.checks import Check
 from envdoctor.checks.runner import run_one
-from envdoctor.diagnosis import LINKS, links  # noqa: F401  (importing `links` registers the rules)
 from envdoctor.diagnosis.rank import ranked
 from envdoctor.model import Cause, CheckRun, Finding
 
@@ -19,15 +18,13 @@ def causes_only(rule: Check, results: Iterable[Any]) -> List[Cause]:
     return results
 
 
-def link_and_rank(facts: Mapping[str, Any], findings: Sequence[Finding], skip: Sequence[str] = ()) -> Tuple[Tuple[Cause, ...], List[Finding], List[CheckRun]]:
-    """The ranked diagnosis, the findings of rules that crashed, and each rule's run record."""
+def link_and_rank(facts: Mapping[str, Any], findings: Sequence[Finding], rules: Sequence[Check]) -> Tuple[Tuple[Cause, ...], List[Finding], List[CheckRun]]:
+    """The ranked diagnosis by the linking `rules`, the findings of rules that crashed, and each rule's run record."""
     linked: List[Cause] = []
     crashed: List[Finding] = []
     runs: List[CheckRun] = []
     seen = {**facts, "findings": tuple(findings)}
-    for rule in LINKS:
-        if rule.id in skip or rule.domain in skip:
-            continue
+    for rule in rules:
         results, run = run_one(rule, seen, causes_only)
         linked.extend(r for r in results if isinstance(r, Cause))
         crashed.extend(r for r in results if isinstance(r, Finding))
