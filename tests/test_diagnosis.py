@@ -147,7 +147,7 @@ def crashing_probe(passing: str) -> dict:
         {"user_api": "openmp", "prefix": "libiomp", "filepath": "/opt/conda/lib/libiomp5.so"},
         {"user_api": "openmp", "prefix": "libgomp", "filepath": "/venv/torch/lib/libgomp.so.1"}]})
     crashed = StageResult("learn", "a few learn steps", StageStatus.CRASHED, 2.0, crash={"signal": "SIGSEGV", "returncode": -11, "frames": []})
-    bisection = Bisection("learn", "SIGSEGV", (VariationResult(passing, "export OMP_NUM_THREADS=1", Outcome.PASSED), VariationResult("no-cuda", "export CUDA_VISIBLE_DEVICES=", Outcome.SAME)))
+    bisection = Bisection("learn", "SIGSEGV", (VariationResult(passing, "export OMP_NUM_THREADS=1", Outcome.PASSED if passing != "mkl-gnu-threading" else Outcome.SAME), VariationResult("no-cuda", "export CUDA_VISIBLE_DEVICES=", Outcome.SAME)))
     return ProbeResult("python", Ending.SIGNAL, (pools, crashed), 3.0, -11, "SIGSEGV", bisection=bisection).to_json()
 
 
@@ -156,6 +156,13 @@ def test_check_ranks_the_probe_crash_bisection_and_static_findings_into_one_caus
     cause = judged.diagnosis[0]
     assert (cause.id, cause.confidence) == ("threads.multiple-openmp", "confirmed")
     assert cause.evidence[0] == "re-run with only single-thread changed, the failure goes away"
+
+
+def test_without_a_passing_variation_the_static_finding_that_breaks_the_stage_is_likely():
+    judged = engine.judge({}, crashing_probe("mkl-gnu-threading"), engine.Selection())
+    cause = judged.diagnosis[0]
+    assert (cause.id, cause.confidence, cause.rule) == ("threads.multiple-openmp", "likely", "probe-stage")
+    assert cause.evidence[0].startswith("The probe was killed by SIGSEGV in stage")
 
 
 def test_a_bisection_pointing_at_nothing_known_is_itself_the_cause():

@@ -40,6 +40,16 @@ VARIATION_CAUSES = {
     "no-ld-overrides": ("cuda.library-shadowing",),
     "mkl-gnu-threading": ("threads.multiple-openmp", "conda.openmp-mixed"),
 }
+# Which static findings can make each probe stage crash, most telling first.
+STAGE_CAUSES = {
+    "import_numpy": ("cpu.missing-instructions", "numpy.abi-mismatch", "numpy.too-old"),
+    "import_torch": ("cpu.missing-instructions", "wheels.mixed-cuda-families", "conda.mixed-cuda", "conda.two-torches", "cuda.library-shadowing", "wheels.torch-pins", "conda.cxx-runtime"),
+    "cpu_ops": ("threads.multiple-openmp", "conda.openmp-mixed", "threads.kmp-duplicate-lib-ok", "cpu.missing-instructions", "wsl.kernel"),
+    "thread_pools": ("threads.multiple-openmp", "conda.openmp-mixed", "threads.oversubscribed"),
+    "cuda_init": ("cuda.driver-too-old", "wsl.linux-driver-inside", "wsl.kernel", "wheels.mixed-cuda-families", "cuda.library-shadowing"),
+    "cuda_matmul": ("cuda.gpu-arch-unsupported", "cuda.driver-too-old", "gpu.memory-low"),
+    "learn": ("threads.multiple-openmp", "conda.openmp-mixed", "memory.shm-small", "memory.low-ram"),
+}
 SIGNAL_CAUSES = {"SIGILL": ("cpu.missing-instructions",), "SIGBUS": ("memory.shm-small",)}
 
 
@@ -182,6 +192,15 @@ def signal_meaning(facts: Mapping[str, Any]) -> Iterable[Cause]:
     explained = first(facts, *SIGNAL_CAUSES.get(name or "", ()))
     if explained is not None:
         yield cause(explained, "likely", [f"the process died of {name}", f"{explained.id}: {explained.title}"], "signal-meaning")
+
+
+@link("probe-stage", "A probe stage that crashed or hung, and a static finding known to break that stage")
+def probe_stage(facts: Mapping[str, Any]) -> Iterable[Cause]:
+    for seen in all_of(facts, "probe.crash", "probe.hang"):
+        stage = seen.evidence.get("stage")
+        explained = first(facts, *STAGE_CAUSES.get(stage or "", ()))
+        if explained is not None:
+            yield cause(explained, "likely", [seen.title, f"{explained.id} is known to break the stage '{stage}': {explained.title}"], "probe-stage")
 
 
 @link("deadlock", "A hang whose threads wait on each other's locks")
