@@ -104,6 +104,12 @@ def probed_and_gathered(
     return result, facts, timings
 
 
+def gather_environment(python: str, environ: Mapping[str, str]) -> Tuple[dict, dict]:
+    """The collectors' facts for `python` and `environ` (no probe, no imports), and their timings."""
+    _, facts, timings = probed_and_gathered(python, dict(environ), None, None)
+    return facts, timings
+
+
 def diagnose(
     python: str,
     selection: Selection,
@@ -113,12 +119,17 @@ def diagnose(
     models: Sequence[str] = (),
     imports: Optional[ImportOptions] = None,
     run: Optional[Mapping] = None,
+    gathered: Optional[Tuple[dict, dict]] = None,
 ) -> Report:
     """Collect this machine's facts for the interpreter `python`, run the probe ladder unless `probe`
     is None and import every installed module unless `imports` is None, inspect the SB3 model files
-    `models` statically, and judge them, with what `envdoctor run` saw of a command (`run`) where there is one."""
+    `models` statically, and judge them, with what `envdoctor run` saw of a command (`run`) where there is one.
+    `gathered` is (facts, timings) already collected for this interpreter and environment (gather_environment)."""
     environ = dict(os.environ if environ is None else environ)
-    probe_result, facts, timings = probed_and_gathered(python, environ, probe, imports)
+    if gathered is not None and probe is None and imports is None:
+        probe_result, (facts, timings) = None, (dict(gathered[0]), dict(gathered[1]))
+    else:
+        probe_result, facts, timings = probed_and_gathered(python, environ, probe, imports)
     if models:
         facts["models"], timings["collect.models"] = inspected(python, models)
     return judged_report(python, facts, probe_result, selection, timings, environ, redact_paths, run)

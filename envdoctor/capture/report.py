@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import shutil
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import List, Mapping, Sequence
+from typing import List, Mapping, Optional, Sequence, Tuple
 
 from envdoctor import engine
 from envdoctor.capture import chart, opened
@@ -48,11 +49,32 @@ def program_interpreter(run: Mapping) -> str:
     return executable if executable and Path(executable).exists() else interpreter_of(run["command"])
 
 
-def crash_report(run: dict, environ: Mapping[str, str]) -> Report:
+class EnvironmentFacts:
+    """`check`'s facts for the interpreter the command names, gathered in a thread while the command
+    runs: a crash report then costs the judging, not the collecting. Used only where the program turns
+    out to have run with that interpreter and environment."""
+
+    def __init__(self, argv: Sequence[str], environ: Mapping[str, str]):
+        self.python, self.environ = interpreter_of(argv), dict(environ)
+        self.pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="envdoctor-facts")
+        self.future = self.pool.submit(engine.gather_environment, self.python, self.environ)
+        self.pool.shutdown(wait=False)
+
+    def matching(self, python: str, environ: Mapping[str, str]) -> Optional[Tuple[dict, dict]]:
+        if python != self.python or dict(environ) != self.environ:
+            return None
+        try:
+            return self.future.result()
+        except Exception:  # gathered again below, where its error is reported as usual
+            return None
+
+
+def crash_report(run: dict, environ: Mapping[str, str], early: Optional[EnvironmentFacts] = None) -> Report:
     """The run judged, by one runner, with what `check` finds (no probe ladder) for the interpreter and
     environment the program really had, and with the model files it opened."""
-    real = opened.real_environment(run, environ)
-    report = engine.diagnose(program_interpreter(run), engine.Selection(), environ=real, run=run, models=opened.opened_models(run))
+    python, real = program_interpreter(run), opened.real_environment(run, environ)
+    gathered = early.matching(python, real) if early is not None else None
+    report = engine.diagnose(python, engine.Selection(), environ=real, run=run, models=opened.opened_models(run), gathered=gathered)
     return engine.make_safe(report, environ, redact_paths=True)
 
 

@@ -13,7 +13,7 @@ from envdoctor.capture import record
 from envdoctor.capture.bisect import bisect_run
 from envdoctor.capture.describe import aftermath
 from envdoctor.capture.render import one_line, terminal_summary
-from envdoctor.capture.report import crash_report, save
+from envdoctor.capture.report import EnvironmentFacts, crash_report, save
 from envdoctor.capture.session import run_command
 from envdoctor.capture.supervise import Settings
 from envdoctor.cli.params import WEEK_S, Seconds
@@ -58,6 +58,7 @@ def run(report_dir, under_gdb, hang_timeout, sample_interval, always_report, bis
         envdoctor run --hang-timeout 600 -- python train.py --steps 1e6
     """
     settings = Settings(hang_timeout, sample_interval, under_gdb)
+    early = EnvironmentFacts(command, os.environ)
     run_section = run_command(command, settings, os.environ)
     end = run_section["ending"]
     if end["kind"] == "not-started":
@@ -66,7 +67,7 @@ def run(report_dir, under_gdb, hang_timeout, sample_interval, always_report, bis
     if bisect and end["kind"] in record.ABNORMAL:
         bisected(run_section)
     if end["kind"] in record.ABNORMAL or always_report:
-        report = crash_report(run_section, os.environ)
+        report = crash_report(run_section, os.environ, early)
         saved = save_or_warn(report, report_dir or DEFAULT_REPORT_DIR)
         click.echo(terminal_summary(report, [str(p) for p in saved], color=sys.stderr.isatty() and not os.environ.get("NO_COLOR")), nl=False, err=True)
     else:
