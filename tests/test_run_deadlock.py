@@ -14,6 +14,7 @@ import pytest
 
 from conftest import findings_by_id, run_envdoctor
 from envdoctor.capture import stacks
+from envdoctor.engine import Selection, judge
 
 LOCKS_IN_OPPOSITE_ORDER = """\
 import threading
@@ -181,3 +182,42 @@ def test_a_name_faulthandler_escaped_is_found_under_its_real_name(tmp_path):
     escaped = str(script).replace("é", "\\xe9")
     [frame] = stacks.parse(f'Current thread 0x1 (most recent call first):\n  File "{escaped}", line 1 in <module>\n')["threads"][0]["frames"]
     assert frame["exists"] is True and frame["source"] == ("value = 1  # " + "x" * 400)[: stacks.SOURCE_CHARS]
+
+
+def recorded_hang(python_stacks):
+    """A hang as `run` records it, idle in its last samples, with the given stacks."""
+    return {
+        "command": ["python", "train.py"],
+        "duration_s": 32.0,
+        "hang_timeout_s": 30.0,
+        "sample_interval_s": 0.5,
+        "ending": {"kind": "hang", "returncode": -6, "exit_status": 124, "signal": 6, "signal_name": "SIGABRT", "signal_meaning": None, "forwarded_signals": []},
+        "python_stacks": python_stacks,
+        "output_tail": [],
+        "memory": {"samples": [{"t": t, "rss_bytes": 1 << 30, "vms_max_bytes": 2 << 30, "cpu_percent": 0.0, "processes": 1} for t in range(5)], "cgroups": []},
+        "gpu": {"source": None, "devices": [], "samples": [], "problems": []},
+    }
+
+
+def waiting_thread(i, **changes):
+    frame = {"file": "/srv/train.py", "line": 10 + i, "function": f"step{i}", "exists": True, "source": "with lock:"}
+    return {"id": hex(i), "name": None, "current": False, "frames": [{**frame, **changes}], "truncated": False, "kind": "worker", "entry": frame}
+
+
+def hostile_stacks():
+    """What a recorded report may hold as a hang's stacks: (case, stacks, whether run.deadlock is found)."""
+    yield "not a mapping", ["threads"], False
+    yield "threads not a list", {"threads": {"frames": []}}, False
+    yield "threads of the wrong types", {"threads": [None, 7, "x", {"frames": "abc"}, {"frames": [None]}]}, False
+    yield "frames of the wrong types", {"threads": [waiting_thread(0, file=7), waiting_thread(1, source=["with lock:"]), waiting_thread(2, line="x")]}, False
+    yield "entries of the wrong types", {"threads": [{**waiting_thread(i), "entry": entry} for i, entry in enumerate(([], {"file": 1}, {"file": "/a.py"}))]}, True
+    yield "a hundred threads of a hundred frames", {"threads": [{**waiting_thread(i), "frames": waiting_thread(i)["frames"] * 100} for i in range(100)]}, True
+
+
+@pytest.mark.parametrize("case", list(hostile_stacks()), ids=lambda case: case[0])
+def test_recorded_stacks_of_any_shape_are_judged_without_crashing(case):
+    _, python_stacks, deadlock_found = case
+    judged = judge({}, None, Selection(only=("run.hang", "run.deadlock")), recorded_hang(python_stacks))
+    assert {r.id: r.status.value for r in judged.runs if r.id.startswith("run.")} == {"run.hang": "found", "run.deadlock": "found" if deadlock_found else "passed"}
+    deadlocks = [f for f in judged.findings if f.id == "run.deadlock"]
+    assert all(len(t["frames"]) <= 10 for f in deadlocks for t in f.evidence["threads"])

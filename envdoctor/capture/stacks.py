@@ -129,7 +129,7 @@ def crashed_thread(stacks: Optional[dict]) -> Optional[dict]:
 def thread_label(thread: dict) -> str:
     """e.g. "worker thread running capture_frames (grab.py:14)"."""
     entry = thread.get("entry")
-    where = f" running {entry['function']} ({short(entry['file'])}:{entry['line']})" if entry else ""
+    where = f" running {entry.get('function')} ({short(entry['file'])}:{entry.get('line')})" if isinstance(entry, dict) and isinstance(entry.get("file"), str) else ""
     name = thread.get("native_name")
     named = f" “{name}”" if name else ""
     kind = {"main": "main thread", "worker": "worker thread"}.get(thread.get("kind"), "thread")

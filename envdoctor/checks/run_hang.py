@@ -37,8 +37,15 @@ def recent_cpu_percent(run: Mapping[str, Any]) -> Optional[float]:
 
 
 def threads_of(run: Mapping[str, Any]) -> List[dict]:
-    """The hang's threads that have Python frames."""
-    return [t for t in (run.get("python_stacks") or {}).get("threads", ()) if t.get("frames")]
+    """The hang's threads that have Python frames (of the shape a capture writes: a recorded report may hold anything)."""
+    dump = run.get("python_stacks")
+    threads = dump.get("threads") if isinstance(dump, Mapping) else None
+    return [t for t in threads if well_formed(t)] if isinstance(threads, list) else []
+
+
+def well_formed(thread: Any) -> bool:
+    frames = thread.get("frames") if isinstance(thread, Mapping) else None
+    return bool(frames) and isinstance(frames, list) and all(isinstance(f, Mapping) and isinstance(f.get("file"), str) for f in frames)
 
 
 @check("run.hang", "The command printed nothing for its hang timeout and was ended", requires=("run",))
@@ -89,7 +96,8 @@ def wait_of(frame: Mapping[str, Any]) -> Optional[str]:
         return "import lock" if function in IMPORT_LOCK_FUNCTIONS else None
     if name.endswith("threading.py"):
         return THREADING_WAITS.get(function)
-    return "lock" if LOCK_LINE.search(frame.get("source") or "") else None
+    source = frame.get("source")
+    return "lock" if isinstance(source, str) and LOCK_LINE.search(source) else None
 
 
 def deadlocked(threads: List[dict]) -> List[dict]:
@@ -109,7 +117,7 @@ def waits_at(thread: Mapping[str, Any]) -> str:
     top = thread["frames"][0]
     own = stacks.frame_at_fault(thread["frames"])
     line = own.get("source") if own else None
-    return f"`{line}` ({stacks.short(own['file'])}:{own['line']})" if line else stacks.frame_text(top)
+    return f"`{line}` ({stacks.short(own['file'])}:{own.get('line')})" if isinstance(line, str) else stacks.frame_text(top)
 
 
 @check("run.deadlock", "Threads of a hung command waiting on each other's locks", requires=("run",))
