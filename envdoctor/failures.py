@@ -22,6 +22,7 @@ NO_MODULE = re.compile(r"No module named '([^']+)'")
 # Most specific first: a message may match more than one (a CUDA error names its library too).
 PATTERNS = (
     ("cuda-out-of-memory", re.compile(r"CUDA out of memory|CUDA_ERROR_OUT_OF_MEMORY|cudaErrorMemoryAllocation|torch\.(?:cuda\.)?OutOfMemoryError"), "ran out of GPU memory"),
+    ("host-out-of-memory", re.compile(r"^MemoryError\b|std::bad_alloc|Cannot allocate memory", re.MULTILINE), "ran out of host memory"),
     ("no-kernel-image", re.compile(r"no kernel image is available for execution on the device|CUDA error: invalid device function"), "has no GPU kernels for this GPU's architecture"),
     ("glibc", re.compile(r"version [`'](GLIBC_[\d.]+)' not found"), "needs a newer glibc than this system's"),
     ("libstdcxx", re.compile(r"version [`']((?:GLIBCXX|CXXABI)_[\d.]+)' not found"), "needs a newer libstdc++ than the one loaded"),

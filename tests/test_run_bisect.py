@@ -98,6 +98,9 @@ def assert_single_thread_named(run, report, logged, outcome: str) -> None:
 
 def test_a_crash_only_with_several_threads_is_bisected_to_single_thread(single_thread_crash):
     assert_single_thread_named(*single_thread_crash, outcome="passes")
+    cause = single_thread_crash[1]["diagnosis"][0]
+    assert (cause["id"], cause["confidence"]) == ("run.bisected", "confirmed")
+    assert cause["remedy"]["command"] == SINGLE_THREAD
     jsonschema.validate(single_thread_crash[1], report_schema())
 
 

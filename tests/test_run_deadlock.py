@@ -92,6 +92,7 @@ def test_two_threads_taking_two_locks_in_opposite_order_are_a_deadlock(deadlocke
     assert deadlock["evidence"]["cpu_percent"] is None or deadlock["evidence"]["cpu_percent"] < 5
     [hung] = found["run.hang"]
     assert hung["evidence"]["still_working"] is False and hung["severity"] == "error"
+    assert (report["diagnosis"][0]["id"], report["diagnosis"][0]["confidence"]) == ("run.deadlock", "likely")
 
 
 def test_every_frame_records_whether_its_file_is_here_and_its_line(deadlocked):

@@ -75,6 +75,7 @@ def test_a_capture_thread_that_leaks_then_segfaults_is_steady_growth(tmp_path):
     assert "RSS grows" in run.stderr and "GiB/min" in found["title"]
     assert "run.crashed" in findings_by_id(report)
     assert list((tmp_path / "reports").glob("crash-*.png"))
+    assert (report["diagnosis"][0]["id"], report["diagnosis"][0]["confidence"]) == ("run.memory-growth", "likely")
 
 
 @pytest.mark.slow
@@ -87,6 +88,9 @@ def test_growth_into_an_address_space_limit_is_an_error_that_names_the_limit(tmp
     assert evidence["limit_name"] == "address-space" and evidence["limit_bytes"] == ADDRESS_SPACE_KIB * 1024
     assert evidence["projected_s"] <= 1.1 * report["run"]["duration_s"] + 0.2
     assert "address-space limit at ~" in found["title"]
+    cause = report["diagnosis"][0]
+    assert (cause["id"], cause["confidence"]) == ("run.out-of-memory", "confirmed")
+    assert any("address-space limit" in line for line in cause["evidence"])
 
 
 @pytest.mark.slow

@@ -29,6 +29,7 @@ EXCEPTION_CAUSES = {
     "undefined-symbol": ("cuda.library-shadowing", "wheels.mixed-cuda-families", "conda.mixed-cuda", "wheels.torch-pins"),
     "missing-library": ("cuda.library-shadowing", "wheels.mixed-cuda-families", "wheels.torch-pins"),
     "cuda-out-of-memory": ("run.gpu-out-of-memory", "gpu.memory-low"),
+    "host-out-of-memory": ("run.out-of-memory", "run.memory-growth", "memory.low-ram"),
     "no-kernel-image": ("cuda.gpu-arch-unsupported",),
     "illegal-instruction": ("cpu.missing-instructions",),
 }
@@ -150,17 +151,19 @@ def host_out_of_memory(facts: Mapping[str, Any]) -> Iterable[Cause]:
         return
     signs = list(finding.evidence.get("signs") or ())
     counted = any("OOM kill" in s or "kernel log" in s for s in signs)
-    yield cause(finding, "confirmed" if counted else "likely", signs, "host-out-of-memory")
+    grew = first(facts, "run.memory-growth")
+    yield cause(finding, "confirmed" if counted else "likely", signs + ([grew.title] if grew else []), "host-out-of-memory")
 
 
-@link("memory-growth", "A failure after the process tree's memory grew steadily")
+@link("memory-growth", "A failure after the process tree's memory grew steadily: a leak that ends in a crash (seed 001) or an OOM")
 def memory_growth(facts: Mapping[str, Any]) -> Iterable[Cause]:
     finding = first(facts, "run.memory-growth")
     if finding is None or not run_failed(facts):
         return
     evidence = finding.evidence
     reached = evidence.get("projected_s") is not None and evidence.get("projected_s") <= (facts.get("run") or {}).get("duration_s", 0) * 1.1
-    confidence = "likely" if reached or first(facts, "run.out-of-memory") else "possible"
+    died = ((facts.get("run") or {}).get("ending") or {}).get("kind") == "signal"
+    confidence = "likely" if reached or died or first(facts, "run.out-of-memory") else "possible"
     yield cause(finding, confidence, [finding.title] + ([finding.explanation] if finding.explanation else []), "memory-growth")
 
 
