@@ -106,7 +106,7 @@ def bisect_run(run: dict, environ: Mapping[str, str], progress: Optional[Progres
 
     def tried(variation: Variation) -> dict:
         result = attempt(run, variation, environ, bound)
-        if progress:
+        if progress and not proc.interrupted():  # a re-run the interrupt ended tells nothing
             progress(f"bisect: {result['name']} {result['outcome']} ({result['ending']}, {result['duration_s']:.1f} s)")
         return result
 
