@@ -33,6 +33,23 @@ PATTERNS = (
 )
 
 
+# What each kind is, named for a sentence about the process that failed.
+NAMES = {
+    "numpy-abi": "an extension built for another NumPy ABI",
+    "cuda-out-of-memory": "CUDA out of memory",
+    "host-out-of-memory": "host memory exhausted",
+    "no-kernel-image": "no GPU kernels for this GPU's architecture",
+    "glibc": "a glibc older than a library needs",
+    "libstdcxx": "a libstdc++ older than a library needs",
+    "missing-library": "a shared library that is not installed",
+    "undefined-symbol": "a library built against another version of one it links",
+    "circular-import": "a circular import",
+    "illegal-instruction": "a CPU instruction this CPU does not have",
+    "missing-module": "a module that is not installed",
+    "error": "an exception",
+}
+
+
 @dataclass(frozen=True)
 class Failure:
     """A failure, classified: its kind, the name the error gives (library, module, symbol), its first line."""
@@ -41,6 +58,10 @@ class Failure:
     what: str
     named: str
     first_line: str
+
+    @property
+    def name(self) -> str:
+        return NAMES.get(self.kind, self.kind)
 
 
 def first_line(text: str) -> str:

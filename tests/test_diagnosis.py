@@ -208,3 +208,42 @@ def test_a_recorded_report_without_a_diagnosis_still_reads_and_gets_one(tmp_path
     assert rejudged.returncode in (0, 1), rejudged
     assert rejudged.json()["diagnosis"][0]["id"] == "run.gpu-out-of-memory"
     assert os.path.getsize(path) > 0
+
+
+EXTENSION = """\
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <numpy/arrayobject.h>
+static struct PyModuleDef definition = {PyModuleDef_HEAD_INIT, "np1ext", NULL, -1, NULL};
+PyMODINIT_FUNC PyInit_np1ext(void) { import_array(); return PyModule_Create(&definition); }
+"""
+
+
+def numpy1_extension(folder: Path) -> Path:
+    """A real C extension compiled against NumPy 1.26's headers (from its wheel), to import under NumPy 2."""
+    import subprocess
+    import sysconfig
+    import zipfile
+
+    subprocess.run([sys.executable, "-m", "pip", "download", "numpy==1.26.4", "--no-deps", "--only-binary=:all:", "-d", str(folder), "-q"], check=True, timeout=300)
+    zipfile.ZipFile(next(folder.glob("numpy-1.26.4-*.whl"))).extractall(folder / "numpy1")
+    source = write(folder / "np1ext.c", EXTENSION)
+    built = folder / f"np1ext{sysconfig.get_config_var('EXT_SUFFIX')}"
+    include = [f"-I{sysconfig.get_paths()['include']}", f"-I{folder / 'numpy1' / 'numpy' / 'core' / 'include'}"]
+    subprocess.run(["gcc", "-shared", "-fPIC", "-w", *include, str(source), "-o", str(built)], check=True, timeout=120)
+    return built
+
+
+@pytest.mark.slow
+def test_an_extension_built_for_numpy_1_under_numpy_2_is_named_with_its_remedy(tmp_path):
+    import numpy
+
+    assert numpy.__version__.startswith("2.")
+    numpy1_extension(tmp_path)
+    report = crash_report(tmp_path, sys.executable, "-c", "import np1ext")
+    cause = report["diagnosis"][0]
+    assert cause["id"] in ("run.exception", "numpy.abi-mismatch") and cause["confidence"] in ("likely", "confirmed")
+    assert "another NumPy ABI" in cause["summary"] or cause["id"] == "numpy.abi-mismatch"
+    [finding] = [f for f in report["findings"] if f["id"] == "run.exception"]
+    assert finding["evidence"]["kind"] == "numpy-abi"
+    assert "numpy<2" in finding["remedies"][0]["command"]

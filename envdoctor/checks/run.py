@@ -265,7 +265,7 @@ def exception(facts: Mapping[str, Any]) -> Iterable[Finding]:
     yield Finding(
         id="run.exception",
         severity=Severity.ERROR,
-        title=f"The command {failure.what}{cycle}: {failure.first_line}",
+        title=f"The command died of {failure.name}{cycle}: {failure.first_line}",
         explanation=f"{raised['type']} raised" + (f" at {stacks.frame_text(fault)}" if fault else "") + f"; classified as {failure.kind}" + (f" ({failure.named})" if failure.named else "") + ".",
         evidence=evidence,
         remedies=exception_remedies(facts, failure),
