@@ -56,7 +56,7 @@ def test_the_node_with_the_old_driver_and_mixed_wheels_stands_out(envdoctor, tmp
     majority = {m["aspect"]: (m["value"], m["nodes"], m["of"]) for m in document["majority"]}
     assert majority["cuda.driver"] == ("580.65.06 (CUDA 13.0)", 3, 4)
     assert majority["torch"] == ("2.13.0 (cu130)", 4, 4)
-    assert document["counts"] == {"nodes": 4, "matching": 3, "deviating": 1, "without_report": 0}
+    assert document["counts"] == {"nodes": 4, "matching": 3, "deviating": 1, "without_report": 0, "breaking_policy": 0}
 
 
 def test_verbose_lists_every_node_with_why(envdoctor, tmp_path):
@@ -203,7 +203,7 @@ def test_each_node_keeps_its_own_judgement(generated_json):
 
 
 def test_counts_rare_findings_and_nodes_without_a_report(generated_json):
-    assert generated_json["counts"] == {"nodes": 200, "matching": 200 - len(VARIED) - 2, "deviating": len(VARIED), "without_report": 2}
+    assert generated_json["counts"] == {"nodes": 200, "matching": 200 - len(VARIED) - 2, "deviating": len(VARIED), "without_report": 2, "breaking_policy": 0}
     assert [(g["id"], g["nodes"]) for g in generated_json["rare_findings"]] == [("memory.shm-small", [node(5), node(6)])]
     missing = {n for g in generated_json["without_report"] for n in g["nodes"]}
     assert missing == set(BROKEN)
@@ -231,6 +231,33 @@ def test_markdown_groups_outliers(envdoctor, generated_fleet):
     assert md.startswith("## envdoctor fleet")
     assert "- ⚠️ **OMP_NUM_THREADS=64** on 12 nodes (majority: unset): node00007," in md
     assert "### Without a report" in md and "node00100" not in md
+
+
+POLICY = """
+[env]
+forbidden = ["OMP_NUM_THREADS=64"]
+
+[packages.require]
+numpy = ">=2"
+"""
+
+
+def test_policy_lists_the_nodes_that_break_it_by_finding_id(envdoctor, generated_fleet, tmp_path):
+    (tmp_path / "cluster.toml").write_text(POLICY)
+    run = envdoctor("fleet", "--reports", str(generated_fleet), "--policy", "cluster.toml", "--json", "-")
+    assert run.returncode == 1, run
+    document = run.json()
+    broken = {g["id"]: g["nodes"] for g in document["policy_findings"]}
+    assert broken == {"policy.env-forbidden": [node(i) for i in OMP_NODES], "policy.package": [node(i) for i in (7, 11, 99, 150)]}
+    assert document["counts"]["breaking_policy"] == 15
+    assert [f["id"] for f in views(document)[node(7)]["policy_findings"]] == ["policy.env-forbidden", "policy.package"]
+    text = envdoctor("fleet", "--reports", str(generated_fleet), "--policy", "cluster.toml").stdout
+    assert "Policy broken:" in text and "[✗] policy.env-forbidden on 12 nodes: node00007," in text and "15 break the policy" in text
+
+
+def test_a_bad_policy_is_refused_before_any_report_is_read(envdoctor, generated_fleet, tmp_path):
+    (tmp_path / "cluster.toml").write_text('[packages.require]\nnumpy = ">=1.26,<<2"\n')
+    one_line_error(envdoctor("fleet", "--reports", str(generated_fleet), "--policy", "cluster.toml"), "packages.require.numpy")
 
 
 def test_reading_in_workers_gives_what_reading_here_gives(generated_fleet):

@@ -6,6 +6,7 @@ import sys
 from datetime import datetime
 from functools import partial
 from pathlib import Path
+from typing import Optional
 
 import click
 
@@ -15,7 +16,7 @@ from envdoctor.cli.params import DAY_S, Seconds
 from envdoctor.errors import UsageError
 from envdoctor.fleet import render
 from envdoctor.fleet.aggregate import aggregate
-from envdoctor.fleet.nodes import summarize
+from envdoctor.fleet.nodes import NodeJudge, summarize
 from envdoctor.fleet.sources import collect_from_ray, read_directory
 from envdoctor.fleet.stream import mapped
 from envdoctor.render.escape import escape_control
@@ -49,6 +50,15 @@ class AnswerProgress:
             note("")
 
 
+def policy_judge(policy_file: Optional[str]) -> Optional[NodeJudge]:
+    """The judge of the policy named by --policy, its file read and validated before any node is."""
+    if not policy_file:
+        return None
+    from envdoctor import policy
+
+    return partial(policy.judge, policy.load(Path(policy_file)))
+
+
 def nodes_from_ray(address, report_dir, python, probe, timeout) -> list:
     progress = AnswerProgress()
     try:
@@ -65,23 +75,25 @@ def nodes_from_ray(address, report_dir, python, probe, timeout) -> list:
 @click.option("--timeout", type=Seconds(1, DAY_S), default=300, show_default=True,
               help="Seconds each node's check may take; a node without an answer 30 s later is listed as not answering.")
 @click.option("--report-dir", type=click.Path(file_okay=False, path_type=Path), help="Where to save the nodes' reports [default: ./reports/fleet-STAMP].")
+@click.option("--policy", "policy_file", metavar="POLICY.toml", help="Also judge every node against the team's rules in this policy file; list the nodes that break them.")
 @output_options
 @click.option("-v", "--verbose", is_flag=True, help="List every node with its deviations and why.")
-def fleet(address, reports_dir, python, no_probe, timeout, report_dir, json_out, markdown_out, verbose) -> int:
+def fleet(address, reports_dir, python, no_probe, timeout, report_dir, policy_file, json_out, markdown_out, verbose) -> int:
     """Run `check` on every node of a Ray cluster (or read a folder of reports) and show the nodes
     that deviate from the majority, grouped by what differs.
 
-    Exits 1 when a node deviates from the majority or has no report, 0 otherwise.
+    Exits 1 when a node deviates from the majority, breaks the policy or has no report, 0 otherwise.
     """
     if bool(address) == bool(reports_dir):
         raise UsageError("give exactly one of --address (a Ray cluster) or --reports DIR (reports gathered otherwise)")
     if reports_dir and (python or report_dir or no_probe):
         raise UsageError("--python, --no-probe and --report-dir apply to --address only")
+    judge = policy_judge(policy_file)
     if address:
         report_dir = report_dir or default_report_dir()
         sources = nodes_from_ray(address, report_dir, python, not no_probe, timeout)
     else:
         sources = read_directory(reports_dir)
-    view = aggregate(mapped(partial(summarize, judge=None), sources), saved_in=str(report_dir) if report_dir else None)
+    view = aggregate(mapped(partial(summarize, judge=judge), sources), saved_in=str(report_dir) if report_dir else None)
     emit(view, json_out, markdown_out, verbose, json=render.json, markdown=render.markdown, terminal=render.terminal)
     return EXIT_FINDINGS if view.deviating else EXIT_OK

@@ -140,7 +140,10 @@ class FleetView:
     def counts(self) -> Dict[str, int]:
         without = sum(1 for n in self.nodes if n.error)
         deviating = len(self.deviating)
-        return {"nodes": len(self.nodes), "matching": len(self.nodes) - deviating, "deviating": deviating - without, "without_report": without}
+        return {
+            "nodes": len(self.nodes), "matching": len(self.nodes) - deviating, "deviating": deviating - without,
+            "without_report": without, "breaking_policy": sum(1 for n in self.nodes if n.policy),
+        }
 
     def to_json(self) -> dict:
         return {

@@ -22,7 +22,8 @@ from envdoctor.errors import ReportReadError
 from envdoctor.model import SCHEMA_VERSION, Finding, Severity
 
 USED_SECTIONS = ("schema_version", "facts", "findings")
-FINDING_SHAPE_ERRORS = (TypeError, KeyError, ValueError, AttributeError, RecursionError)
+FINDING_FIELDS = ("id", "severity", "title")
+FINDING_SHAPE_ERRORS = (TypeError, KeyError, ValueError)
 # An extra verdict on each node's facts, such as a site policy's `judge` with its policy bound.
 NodeJudge = Callable[[Facts], Sequence[Finding]]
 
@@ -38,6 +39,12 @@ class Brief:
     @classmethod
     def of(cls, finding: Finding) -> "Brief":
         return cls(finding.id, finding.severity, finding.title)
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> "Brief":
+        if not isinstance(data["id"], str) or not isinstance(data["title"], str):
+            raise TypeError("a finding's id and title must be text")
+        return cls(data["id"], Severity(data["severity"]), data["title"])
 
     def to_json(self) -> dict:
         return {"id": self.id, "severity": self.severity.value, "title": self.title}
@@ -68,16 +75,23 @@ class NodeSummary:
         return self.source.name
 
 
+def cut(rule: Mapping[str, Any], kept: Sequence[str]) -> dict:
+    """An object `rule` that checks only the `kept` properties (and which are required, all of them)."""
+    return {**rule, "properties": {key: rule["properties"][key] for key in kept}}
+
+
 @lru_cache(maxsize=1)
 def used_sections_validator():
-    """The report schema cut down to the sections the fleet reads, compiled once per process."""
+    """The report schema cut down to what the fleet reads, compiled once per process: the facts, and of
+    each finding its id, severity and title (a finding's evidence and remedies are most of its
+    validation time, and the fleet never reads them)."""
     import jsonschema
 
     full = schema.report_schema()
-    cut = {key: value for key, value in full.items() if key not in ("properties", "required")}
-    cut["properties"] = {key: full["properties"][key] for key in USED_SECTIONS}
-    cut["required"] = [key for key in full["required"] if key in USED_SECTIONS]
-    return jsonschema.Draft202012Validator(cut)
+    used = cut(full, USED_SECTIONS)
+    used["required"] = [key for key in full["required"] if key in USED_SECTIONS]
+    used["$defs"] = {**full["$defs"], "finding": cut(full["$defs"]["finding"], FINDING_FIELDS)}
+    return jsonschema.Draft202012Validator(used)
 
 
 def fits_used_sections(data: Any) -> bool:
@@ -90,7 +104,7 @@ def fits_used_sections(data: Any) -> bool:
         return False
 
 
-def report_parts(path: Path) -> Tuple[Facts, Tuple[Finding, ...]]:
+def report_parts(path: Path) -> Tuple[Facts, Tuple[Brief, ...]]:
     """The facts and findings of the report at `path`; ReportReadError with one line when it is not one.
 
     The cut-down schema is a relaxation of the full one: what it refuses, the full validation refuses
@@ -99,10 +113,9 @@ def report_parts(path: Path) -> Tuple[Facts, Tuple[Finding, ...]]:
     if not fits_used_sections(data):
         schema.validate(data, source=str(path))
     try:
-        findings = tuple(Finding.from_json(f) for f in data["findings"])
-    except FINDING_SHAPE_ERRORS as error:
+        return data["facts"], tuple(Brief.from_json(f) for f in data["findings"])
+    except FINDING_SHAPE_ERRORS as error:  # only where jsonschema is missing and the check was structural
         raise ReportReadError(f"{path} is not a usable envdoctor report: {type(error).__name__}: {error}") from None
-    return data["facts"], findings
 
 
 def aspect_values(facts: Facts) -> Tuple[Value, ...]:
@@ -123,4 +136,4 @@ def summarize(source: NodeSource, judge: Optional[NodeJudge] = None) -> NodeSumm
     except ReportReadError as error:
         return NodeSummary(source, error=without_path(str(error), source.path))
     judged = tuple(Brief.of(f) for f in judge(facts)) if judge else ()
-    return NodeSummary(source, aspect_values(facts), tuple(Brief.of(f) for f in findings), judged)
+    return NodeSummary(source, aspect_values(facts), findings, judged)

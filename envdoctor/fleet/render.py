@@ -34,6 +34,8 @@ def headline(view: FleetView) -> str:
     parts = [f"{counts['matching']} of {plural(counts['nodes'], 'node')} match the majority"]
     if counts["deviating"]:
         parts.append(f"{counts['deviating']} deviate{'s' if counts['deviating'] == 1 else ''}")
+    if counts["breaking_policy"]:
+        parts.append(f"{counts['breaking_policy']} break{'s' if counts['breaking_policy'] == 1 else ''} the policy")
     if counts["without_report"]:
         parts.append(f"{counts['without_report']} without a report")
     return ", ".join(parts) + "."
