@@ -119,11 +119,11 @@ def memory_evidence(run: Mapping[str, Any]) -> List[str]:
             signs.append(f"the memory cgroup {cgroup['path']} (limit {mib(cgroup.get('limit_bytes'))}) counted {cgroup['oom_kills_during_run']} OOM kill(s) during the run")
     if memory.get("kernel_oom_lines"):
         signs.append("the kernel log says: " + memory["kernel_oom_lines"][-1])
-    last = (memory.get("samples") or [{}])[-1]
+    largest = max((s.get("vms_max_bytes") or 0 for s in memory.get("samples") or ()), default=None)  # the last sample may be of the dead process
     limit = memory.get("address_space_limit_bytes")
     text_hits = [line.strip() for line in output_lines(run) if HOST_OOM_TEXT.search(line) and not GPU_OOM_TEXT.search(line)]
     if limit and text_hits:
-        signs.append(f"allocation failed ({text_hits[-1]}) under an address-space limit (RLIMIT_AS) of {mib(limit)}; the largest process had mapped {mib(last.get('vms_max_bytes'))}")
+        signs.append(f"allocation failed ({text_hits[-1]}) under an address-space limit (RLIMIT_AS) of {mib(limit)}; the largest process had mapped {mib(largest)}")
     elif text_hits:
         signs.append(f"the output reports a failed allocation: {text_hits[-1]}")
     if end["signal_name"] == "SIGKILL":
