@@ -4,8 +4,9 @@ One real report is produced first (`envdoctor check --json`, no probe), then cop
 few aspects varied on a few nodes, as a Slurm job array leaves them in a shared folder:
 OMP_NUM_THREADS=64 on every 1000th node (from node00007), NumPy 1.26.4 on 3 nodes, another kernel on 5,
 and one file that a killed task left unfinished. The timing is the whole CLI in a fresh process
-(start-up included), the median of several runs after one warm-up (page cache); peak memory is the
-largest sum of resident memory over the process and its workers, sampled every 20 ms.
+(start-up included), the median of several runs after one warm-up (page cache), with a worker per
+usable CPU against `--workers 1` (all in one process), interleaved; peak memory is the largest sum
+of resident memory over the process and its workers, sampled every 20 ms.
 
     .venv/bin/python benchmarks/bench_fleet.py [--nodes 10000] [--runs 5] [--keep]
 """
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import statistics
 import subprocess
@@ -24,6 +26,8 @@ from pathlib import Path
 from typing import Callable, Dict, List, Tuple
 
 import psutil
+
+from envdoctor.fleet.stream import usable_cpus
 
 SAMPLE_S = 0.02
 Change = Callable[[dict], None]
@@ -115,6 +119,21 @@ def timed_run(argv: List[str]) -> Tuple[float, int]:
     return elapsed, peak
 
 
+def interleaved(ours: List[str], other: List[str], runs: int) -> Tuple[list, list]:
+    """`runs` (seconds, peak bytes) of each command, alternating, so machine noise hits both alike."""
+    results: Tuple[list, list] = ([], [])
+    for _ in range(runs):
+        results[0].append(timed_run(ours))
+        results[1].append(timed_run(other))
+    return results
+
+
+def summary(label: str, results: list) -> str:
+    times, peaks = [r[0] for r in results], [r[1] for r in results]
+    return (f"{label:36} median {statistics.median(times):6.2f} s (min {min(times):.2f}, max {max(times):.2f}),"
+            f" peak memory {max(peaks) / 2 ** 20:.0f} MiB (process and workers)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--nodes", type=int, default=10_000)
@@ -129,12 +148,13 @@ def main() -> None:
         written, odd = write_fleet(fleet, report, args.nodes)
         print(f"{args.nodes} reports of {written / args.nodes / 1024:.0f} KB on average ({written / 2 ** 20:.0f} MB), {odd} odd nodes;"
               f" Python {sys.version.split()[0]}, {psutil.cpu_count()} CPUs")
+        print(f"load average before: {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
         argv = [sys.executable, "-m", "envdoctor", "fleet", "--reports", str(fleet), "--json", str(folder / "fleet-view.json")]
         timed_run(argv)
-        results = [timed_run(argv) for _ in range(args.runs)]
-        times, peaks = [r[0] for r in results], [r[1] for r in results]
-        print(f"fleet --reports: median {statistics.median(times):.2f} s (min {min(times):.2f}, max {max(times):.2f}) over {args.runs} runs,"
-              f" peak memory {max(peaks) / 2 ** 20:.0f} MiB (process and workers)")
+        pooled, alone = interleaved(argv, [*argv, "--workers", "1"], args.runs)
+        print(summary(f"fleet --reports ({usable_cpus()} workers)", pooled))
+        print(summary("fleet --reports --workers 1", alone))
+        print(f"load average after: {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
         if args.keep:
             print(f"reports kept in {fleet}")
     finally:

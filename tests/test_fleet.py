@@ -233,6 +233,24 @@ def test_markdown_groups_outliers(envdoctor, generated_fleet):
     assert "### Without a report" in md and "node00100" not in md
 
 
+def test_a_fleet_of_singular_nodes_is_still_read_in_a_few_lines(envdoctor, tmp_path):
+    """Every odd node with its own kernel or its own broken file: the view stays bounded, JSON keeps all."""
+    folder = tmp_path / "fleet"
+    folder.mkdir()
+    for i in range(40):
+        report = json.loads(json.dumps(BASE))
+        if i >= 28:
+            report["facts"]["system"]["kernel_release"] = f"6.8.0-{i}-generic"
+        text = " " * i + "}" if i < 12 else json.dumps(report)  # each broken at another column
+        (folder / f"{node(i)}.json").write_text(text)
+    run = envdoctor("fleet", "--reports", str(folder))
+    assert run.returncode == 1, run
+    assert run.stdout.count("[!] Kernel 6.8.0-") == 5 and "… 7 more groups on 7 nodes (-v and --json list them)" in run.stdout
+    assert "… 2 more groups on 2 nodes (-v and --json list them)" in run.stdout
+    document = envdoctor("fleet", "--reports", str(folder), "--json", "-").json()
+    assert len(document["outliers"]) == 12 and sum(g["count"] for g in document["without_report"]) == 12
+
+
 POLICY = """
 [env]
 forbidden = ["OMP_NUM_THREADS=64"]

@@ -76,9 +76,10 @@ def nodes_from_ray(address, report_dir, python, probe, timeout) -> list:
               help="Seconds each node's check may take; a node without an answer 30 s later is listed as not answering.")
 @click.option("--report-dir", type=click.Path(file_okay=False, path_type=Path), help="Where to save the nodes' reports [default: ./reports/fleet-STAMP].")
 @click.option("--policy", "policy_file", metavar="POLICY.toml", help="Also judge every node against the team's rules in this policy file; list the nodes that break them.")
+@click.option("--workers", type=click.IntRange(1, 256), metavar="N", help="Processes reading the reports [default: the usable CPUs; 1 reads them in this process].")
 @output_options
 @click.option("-v", "--verbose", is_flag=True, help="List every node with its deviations and why.")
-def fleet(address, reports_dir, python, no_probe, timeout, report_dir, policy_file, json_out, markdown_out, verbose) -> int:
+def fleet(address, reports_dir, python, no_probe, timeout, report_dir, policy_file, workers, json_out, markdown_out, verbose) -> int:
     """Run `check` on every node of a Ray cluster (or read a folder of reports) and show the nodes
     that deviate from the majority, grouped by what differs.
 
@@ -94,6 +95,6 @@ def fleet(address, reports_dir, python, no_probe, timeout, report_dir, policy_fi
         sources = nodes_from_ray(address, report_dir, python, not no_probe, timeout)
     else:
         sources = read_directory(reports_dir)
-    view = aggregate(mapped(partial(summarize, judge=judge), sources), saved_in=str(report_dir) if report_dir else None)
+    view = aggregate(mapped(partial(summarize, judge=judge), sources, workers), str(report_dir) if report_dir else None, workers)
     emit(view, json_out, markdown_out, verbose, json=render.json, markdown=render.markdown, terminal=render.terminal)
     return EXIT_FINDINGS if view.deviating else EXIT_OK

@@ -278,10 +278,10 @@ def missing_groups(views: Sequence[NodeView]) -> Tuple[MissingGroup, ...]:
     for view in views:
         if view.error:
             nodes[view.error].append(view.name)
-    return tuple(sorted((MissingGroup(reason, tuple(names)) for reason, names in nodes.items()), key=lambda g: (-len(g.nodes), g.reason)))
+    return tuple(sorted((MissingGroup(reason, tuple(names)) for reason, names in nodes.items()), key=lambda g: (-len(g.nodes), g.nodes[0])))
 
 
-def node_views(kept: Sequence[NodeSummary], tops: Sequence[Optional[str]]) -> List[NodeView]:
+def node_views(kept: Sequence[NodeSummary], tops: Sequence[Optional[str]], workers: Optional[int]) -> List[NodeView]:
     """Every node's view; the deviating ones judged in the second pass."""
     reported = [s for s in kept if not s.error]
     deviating = {s.name: deviating_aspects(s, tops) for s in reported}
@@ -289,7 +289,7 @@ def node_views(kept: Sequence[NodeSummary], tops: Sequence[Optional[str]]) -> Li
     read: Dict[str, Facts] = {}
     models = {i: model_facts(i, tops[i], reported, read) for i in sorted(deviated)}
     to_judge = [(s.source, deviating[s.name]) for s in reported if deviating[s.name]]
-    judged = dict(zip((source.name for source, _ in to_judge), mapped(partial(judged_deviations, models=models), to_judge)))
+    judged = dict(zip((source.name for source, _ in to_judge), mapped(partial(judged_deviations, models=models), to_judge, workers)))
     holders = Counter(fid for s in reported for fid in {f.id for f in s.findings})
     views = []
     for summary in kept:
@@ -299,12 +299,12 @@ def node_views(kept: Sequence[NodeSummary], tops: Sequence[Optional[str]]) -> Li
     return views
 
 
-def aggregate(summaries: Iterable[NodeSummary], saved_in: Optional[str] = None) -> FleetView:
-    """The fleet view of the nodes' summaries, consumed as they come."""
+def aggregate(summaries: Iterable[NodeSummary], saved_in: Optional[str] = None, workers: Optional[int] = None) -> FleetView:
+    """The fleet view of the nodes' summaries, consumed as they come; `workers` read the deviating reports again."""
     pool: Dict[Any, Any] = {}
     kept = [interned(s, pool) for s in summaries]
     tops, majority, split = majorities([s for s in kept if not s.error])
-    views = node_views(kept, tops)
+    views = node_views(kept, tops, workers)
     return FleetView(
         tuple(views),
         tuple(majority),

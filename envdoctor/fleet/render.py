@@ -12,7 +12,8 @@ from __future__ import annotations
 import io
 import json as jsonlib
 from dataclasses import replace
-from typing import Sequence
+from collections import Counter
+from typing import Callable, List, Sequence, Tuple, Union
 
 from rich.console import Console
 from rich.text import Text
@@ -25,7 +26,11 @@ from envdoctor.render import markdown as report_markdown
 from envdoctor.render import terminal as report_terminal
 from envdoctor.render.escape import escaped
 
+Group = Union[OutlierGroup, FindingGroup, MissingGroup]
+
 NAMES_SHOWN = 8  # node names listed per group; the count says how many more, JSON lists them all
+VALUES_SHOWN = 5  # outlier groups shown per aspect (its most common other values)
+GROUPS_SHOWN = 10  # finding groups and reasons for a missing report shown
 GROUP_INDENT = 6  # under the text of "  [!] "
 
 
@@ -110,19 +115,49 @@ def group_line(console: Console, severity: Severity, line: str, detail: str) -> 
         report_terminal.say(console, Text(detail, style="dim"), GROUP_INDENT)
 
 
+def bounded(groups: Sequence[Group], limit: int, key: Callable[[Group], str] = lambda g: "") -> Tuple[List[Group], str]:
+    """At most `limit` groups of each key (an aspect's values), and a line that counts the rest:
+    a fleet where every node has its own kernel or its own broken file must not print a line per node."""
+    seen: Counter = Counter()
+    shown, rest, nodes = [], 0, set()
+    for group in groups:
+        seen[key(group)] += 1
+        if seen[key(group)] <= limit:
+            shown.append(group)
+        else:
+            rest += 1
+            nodes.update(group.nodes)
+    return shown, f"… {plural(rest, 'more group')} on {plural(len(nodes), 'node')} (-v and --json list them)" if rest else ""
+
+
+def sections(view: FleetView) -> List[Tuple[str, List[Group], str]]:
+    """Each kind of group under its heading, bounded, with the line counting what is left out."""
+    return [
+        ("Outliers, by what differs", *bounded(view.outliers, VALUES_SHOWN, lambda g: g.aspect)),
+        ("Findings few nodes have", *bounded(view.rare_findings, GROUPS_SHOWN)),
+        ("Policy broken", *bounded(view.policy, GROUPS_SHOWN)),
+        ("Without a report", *bounded(view.missing, GROUPS_SHOWN)),
+    ]
+
+
+def group_parts(group: Group) -> Tuple[Severity, str, str]:
+    """A group's severity, its line and the detail under it."""
+    if isinstance(group, OutlierGroup):
+        return IMPACT_SEVERITY[group.impact], outlier_line(group), group.why
+    if isinstance(group, FindingGroup):
+        return group.finding.severity, finding_line(group), group.finding.title
+    return Severity.ERROR, missing_line(group), group.reason
+
+
 def groups_section(console: Console, view: FleetView) -> None:
     """The deviating nodes grouped by what differs, each kind under its heading."""
-    sections = (
-        ("Outliers, by what differs:", [(IMPACT_SEVERITY[g.impact], outlier_line(g), g.why) for g in view.outliers]),
-        ("Findings few nodes have:", [(g.finding.severity, finding_line(g), g.finding.title) for g in view.rare_findings]),
-        ("Policy broken:", [(g.finding.severity, finding_line(g), g.finding.title) for g in view.policy]),
-        ("Without a report:", [(Severity.ERROR, missing_line(g), g.reason) for g in view.missing]),
-    )
-    for heading, lines in sections:
-        if lines:
-            console.print(Text(heading, style="bold"))
-            for severity, line, detail in lines:
-                group_line(console, severity, line, detail)
+    for heading, groups, rest in sections(view):
+        if groups:
+            console.print(Text(f"{heading}:", style="bold"))
+            for group in groups:
+                group_line(console, *group_parts(group))
+            if rest:
+                console.print(Text(f"  {rest}", style="dim"))
             console.print()
 
 
@@ -160,8 +195,13 @@ def badge(severity: Severity) -> str:
     return report_markdown.BADGES[severity].split()[0]
 
 
-def finding_item(group: FindingGroup) -> str:
-    return f"{badge(group.finding.severity)} `{group.finding.id}` on {plural(len(group.nodes), 'node')}: {cell(names(group.nodes))}. {cell(group.finding.title)}"
+def markdown_item(group: Group) -> str:
+    if isinstance(group, OutlierGroup):
+        return (f"{badge(IMPACT_SEVERITY[group.impact])} **{cell(setting(group.aspect, group.label, group.value))}** on {plural(len(group.nodes), 'node')} "
+                f"(majority: {cell(group.majority)}): {cell(names(group.nodes))}. {cell(group.why)}")
+    if isinstance(group, FindingGroup):
+        return f"{badge(group.finding.severity)} `{group.finding.id}` on {plural(len(group.nodes), 'node')}: {cell(names(group.nodes))}. {cell(group.finding.title)}"
+    return f"{badge(Severity.ERROR)} {cell(missing_line(group))}: {cell(group.reason)}"
 
 
 def markdown(view: FleetView) -> str:
@@ -174,14 +214,7 @@ def markdown(view: FleetView) -> str:
     parts += [f"| {m.label} | {cell(m.value)} | {m.count}/{m.of} |" for m in shown_majority(view)]
     parts += [f"| {s.label} | no majority: {cell(' / '.join(s.values))} | |" for s in view.split]
     parts.append("")
-    sections = (
-        ("Outliers, by what differs", [f"{badge(IMPACT_SEVERITY[g.impact])} **{cell(setting(g.aspect, g.label, g.value))}** on {plural(len(g.nodes), 'node')} "
-                                      f"(majority: {cell(g.majority)}): {cell(names(g.nodes))}. {cell(g.why)}" for g in view.outliers]),
-        ("Findings few nodes have", [finding_item(g) for g in view.rare_findings]),
-        ("Policy broken", [finding_item(g) for g in view.policy]),
-        ("Without a report", [f"{badge(Severity.ERROR)} {cell(missing_line(g))}: {cell(g.reason)}" for g in view.missing]),
-    )
-    for heading, lines in sections:
-        if lines:
-            parts += [f"### {heading}", "", *(f"- {line}" for line in lines), ""]
+    for heading, groups, rest in sections(view):
+        if groups:
+            parts += [f"### {heading}", "", *(f"- {markdown_item(g)}" for g in groups), *([f"- {rest}"] if rest else []), ""]
     return "\n".join(parts)
