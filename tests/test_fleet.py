@@ -14,7 +14,7 @@ import pytest
 
 from envdoctor.fleet.aggregate import aggregate
 from envdoctor.fleet.nodes import NodeSource, summarize
-from envdoctor.fleet.sources import read_directory
+from envdoctor.fleet.sources import read_reports
 from envdoctor.fleet.stream import PARALLEL_FROM, mapped
 
 DATA = Path(__file__).parent / "data" / "reports"
@@ -80,6 +80,17 @@ def test_a_tie_is_split_not_guessed(envdoctor, tmp_path):
     assert all(not v["deviations"] for v in document["nodes"]) and not document["outliers"]
 
 
+def test_report_files_are_nodes_too(envdoctor, tmp_path):
+    """`--reports shared/*.json` and files from two folders: one node each, names kept apart."""
+    first, second = fleet_dir(tmp_path, a="h100-cu130", b="h100-cu130"), tmp_path / "second"
+    second.mkdir()
+    shutil.copy(DATA / "v100-old-driver.json", second / "a.json")
+    run = envdoctor("fleet", "--reports", str(first / "a.json"), str(first / "b.json"), str(second), "--json", "-")
+    assert run.returncode == 1, run
+    assert [n["name"] for n in run.json()["nodes"]] == [str(first / "a.json"), "b", str(second / "a.json")]
+    assert [g["nodes"] for g in run.json()["outliers"]][0] == [str(second / "a.json")]
+
+
 def test_a_uniform_fleet_exits_0(envdoctor, tmp_path):
     folder = fleet_dir(tmp_path, a="cpu-only", b="cpu-only")
     run = envdoctor("fleet", "--reports", str(folder))
@@ -91,7 +102,8 @@ def test_a_uniform_fleet_exits_0(envdoctor, tmp_path):
     ("args", "message"),
     [
         ((), "give exactly one of --address"),
-        (("--reports", "{tmp}/missing"), "no such folder"),
+        (("--reports", "{tmp}/missing"), "no such file or folder"),
+        (("{tmp}/a.json",), "report files are read with --reports"),
         (("--reports", "{tmp}"), "no *.json reports in it"),
         (("--reports", "{tmp}", "--python", "/usr/bin/python3"), "apply to --address only"),
         (("--address", "127.0.0.1:1"), "no Ray cluster answers at 127.0.0.1:1"),
@@ -279,7 +291,7 @@ def test_a_bad_policy_is_refused_before_any_report_is_read(envdoctor, generated_
 
 
 def test_reading_in_workers_gives_what_reading_here_gives(generated_fleet):
-    sources = read_directory(generated_fleet)
+    sources = read_reports([generated_fleet])
     assert len(sources) >= PARALLEL_FROM  # so two workers make a real pool
     here = list(mapped(partial(summarize, judge=None), sources, workers=1))
     assert list(mapped(partial(summarize, judge=None), sources, workers=2)) == here
@@ -288,7 +300,7 @@ def test_reading_in_workers_gives_what_reading_here_gives(generated_fleet):
 
 def test_a_report_changed_between_the_passes_is_said_so(tmp_path):
     folder = fleet_dir(tmp_path, a="h100-cu130", b="h100-cu130", c="v100-old-driver")
-    summaries = [summarize(s) for s in read_directory(folder)]
+    summaries = [summarize(s) for s in read_reports([folder])]
     shutil.copy(DATA / "h100-cu130.json", folder / "c.json")  # c finished writing another report meanwhile
     view = aggregate(summaries)
     c = next(n for n in view.nodes if n.name == "c")

@@ -17,7 +17,7 @@ from envdoctor.errors import UsageError
 from envdoctor.fleet import render
 from envdoctor.fleet.aggregate import aggregate
 from envdoctor.fleet.nodes import NodeJudge, summarize
-from envdoctor.fleet.sources import collect_from_ray, read_directory
+from envdoctor.fleet.sources import collect_from_ray, read_reports
 from envdoctor.fleet.stream import mapped
 from envdoctor.render.escape import escape_control
 
@@ -68,8 +68,10 @@ def nodes_from_ray(address, report_dir, python, probe, timeout) -> list:
 
 
 @click.command()
+@click.argument("more_reports", nargs=-1, metavar="[FILES]...", type=click.Path(path_type=Path))
 @click.option("--address", metavar="ADDR", help="Ray cluster to check, as for ray.init (e.g. auto, HOST:6379, ray://HOST:10001).")
-@click.option("--reports", "reports_dir", metavar="DIR", type=click.Path(path_type=Path), help="Aggregate the *.json reports in DIR instead (Slurm, Kubernetes, ...).")
+@click.option("--reports", "reports_dir", metavar="DIR|FILE", type=click.Path(path_type=Path),
+              help="Aggregate the *.json reports in DIR (or FILE and the FILES after it) instead (Slurm, Kubernetes, ...).")
 @click.option("--python", "python", metavar="PATH", help="Interpreter to diagnose on every node [default: the one running Ray's workers].")
 @click.option("--no-probe", is_flag=True, help="Do not run the probe ladder on the nodes.")
 @click.option("--timeout", type=Seconds(1, DAY_S), default=300, show_default=True,
@@ -79,12 +81,14 @@ def nodes_from_ray(address, report_dir, python, probe, timeout) -> list:
 @click.option("--workers", type=click.IntRange(1, 256), metavar="N", help="Processes reading the reports [default: the usable CPUs; 1 reads them in this process].")
 @output_options
 @click.option("-v", "--verbose", is_flag=True, help="List every node with its deviations and why.")
-def fleet(address, reports_dir, python, no_probe, timeout, report_dir, policy_file, workers, json_out, markdown_out, verbose) -> int:
+def fleet(more_reports, address, reports_dir, python, no_probe, timeout, report_dir, policy_file, workers, json_out, markdown_out, verbose) -> int:
     """Run `check` on every node of a Ray cluster (or read a folder of reports) and show the nodes
     that deviate from the majority, grouped by what differs.
 
     Exits 1 when a node deviates from the majority, breaks the policy or has no report, 0 otherwise.
     """
+    if more_reports and not reports_dir:
+        raise UsageError(f"{more_reports[0]}: report files are read with --reports (envdoctor fleet --reports FILE FILES...)")
     if bool(address) == bool(reports_dir):
         raise UsageError("give exactly one of --address (a Ray cluster) or --reports DIR (reports gathered otherwise)")
     if reports_dir and (python or report_dir or no_probe):
@@ -94,7 +98,7 @@ def fleet(address, reports_dir, python, no_probe, timeout, report_dir, policy_fi
         report_dir = report_dir or default_report_dir()
         sources = nodes_from_ray(address, report_dir, python, not no_probe, timeout)
     else:
-        sources = read_directory(reports_dir)
+        sources = read_reports([reports_dir, *more_reports])
     view = aggregate(mapped(partial(summarize, judge=judge), sources, workers), str(report_dir) if report_dir else None, workers)
     emit(view, json_out, markdown_out, verbose, json=render.json, markdown=render.markdown, terminal=render.terminal)
     return EXIT_FINDINGS if view.deviating else EXIT_OK

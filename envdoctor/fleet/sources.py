@@ -10,13 +10,15 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import re
 import socket
 import sys
 import tempfile
+from collections import Counter
 from dataclasses import replace
 from pathlib import Path
-from typing import Callable, Iterator, List, Optional
+from typing import Callable, Iterator, List, Optional, Sequence
 
 from envdoctor.errors import EnvdoctorError, UsageError
 from envdoctor.fleet.node_task import PROGRESS, answer_deadline_s, check_options
@@ -35,14 +37,24 @@ class FleetError(EnvdoctorError):
     """The cluster could not be reached or did not answer."""
 
 
-def read_directory(directory: Path) -> List[NodeSource]:
-    """Every *.json in `directory` as a node named after its file."""
-    if not directory.is_dir():
-        raise UsageError(f"--reports {directory}: no such folder")
-    sources = [NodeSource(path.stem, path) for path in sorted(directory.glob("*.json"))]
-    if not sources:
-        raise UsageError(f"--reports {directory}: no *.json reports in it")
-    return sources
+def report_files(path: Path) -> List[Path]:
+    """The reports `path` names: the *.json in a folder, or the file itself (read, or refused, as a node)."""
+    if path.is_dir():
+        found = sorted(path.glob("*.json"))
+        if not found:
+            raise UsageError(f"--reports {path}: no *.json reports in it")
+        return found
+    if not os.path.lexists(path):
+        raise UsageError(f"--reports {path}: no such file or folder")
+    return [path]
+
+
+def read_reports(paths: Sequence[Path]) -> List[NodeSource]:
+    """Every report in `paths` (folders and files) as a node named after its file; where two files
+    share a name (two folders of one fleet), by its path."""
+    files = list(dict.fromkeys(file for path in paths for file in report_files(path)))
+    stems = Counter(file.stem for file in files)
+    return [NodeSource(file.stem if stems[file.stem] == 1 else str(file), file) for file in files]
 
 
 def safe_name(text: str) -> str:
