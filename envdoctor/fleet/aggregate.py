@@ -219,11 +219,12 @@ def model_facts(index: int, top: str, reported: Sequence[NodeSummary], read: Dic
         if summary.values[index] != top:
             continue
         try:
-            facts = read[summary.name] if summary.name in read else read.setdefault(summary.name, facts_of(summary.source))
+            if summary.name not in read:
+                read[summary.name] = facts_of(summary.source)
         except ReportReadError:
             continue
-        if ASPECTS[index].read(facts) == top:
-            return facts
+        if ASPECTS[index].read(read[summary.name]) == top:
+            return read[summary.name]
     raise ReportReadError(f"the reports changed while the fleet was read: none that holds the majority's {ASPECTS[index].label} reads as before")
 
 

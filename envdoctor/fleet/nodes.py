@@ -76,7 +76,7 @@ class NodeSummary:
 
 
 def cut(rule: Mapping[str, Any], kept: Sequence[str]) -> dict:
-    """An object `rule` that checks only the `kept` properties (and which are required, all of them)."""
+    """The object schema `rule` checking only its `kept` properties; its `required` list stays whole."""
     return {**rule, "properties": {key: rule["properties"][key] for key in kept}}
 
 
