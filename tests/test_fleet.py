@@ -13,7 +13,7 @@ from typing import Callable, Dict, List
 import pytest
 
 from envdoctor.fleet.aggregate import aggregate
-from envdoctor.fleet.nodes import NodeSource, summarize
+from envdoctor.fleet.nodes import summarize
 from envdoctor.fleet.sources import read_reports
 from envdoctor.fleet.stream import PARALLEL_FROM, mapped
 

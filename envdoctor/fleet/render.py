@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import io
 import json as jsonlib
-from dataclasses import replace
 from collections import Counter
+from dataclasses import replace
 from typing import Callable, List, Sequence, Tuple, Union
 
 from rich.console import Console
