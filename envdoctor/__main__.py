@@ -1,5 +1,11 @@
 """`python -m envdoctor` runs the same CLI as the console script."""
 
-from envdoctor.cli import main
+import sys
+
+try:
+    from envdoctor.cli import main
+except KeyboardInterrupt:  # Ctrl-C while the CLI is still being imported (seconds on a loaded machine)
+    sys.stderr.write("Interrupted.\n")
+    sys.exit(130)
 
 main()

@@ -185,10 +185,11 @@ def test_python_dash_m_and_console_script_agree(envdoctor):
     assert "envdoctor, version" in version
 
 
-def test_ctrl_c_exits_130_without_a_traceback(tmp_path):
-    """A real SIGINT to a running `check` (the ladder is slow enough to be caught in)."""
+@pytest.mark.parametrize("after_s", [0.2, 2.0], ids=["while the CLI is imported", "while the ladder runs"])
+def test_ctrl_c_exits_130_without_a_traceback(tmp_path, after_s):
+    """A real SIGINT to a running `check`: early, while the CLI is still being imported, or in the ladder."""
     process = subprocess.Popen([sys.executable, "-m", "envdoctor", "check", "--no-save"], cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    time.sleep(2.0)
+    time.sleep(after_s)
     process.send_signal(signal.SIGINT)
     _, stderr = process.communicate(timeout=60)
     assert process.returncode == 130
