@@ -23,7 +23,7 @@ from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Set, 
 
 from envdoctor.checks import check
 from envdoctor.checks.facts import normalize
-from envdoctor.checks.wheels import families, installer_command, target_python, torch_build
+from envdoctor.checks.wheels import families, installer_command, pinned, target_python, torch_build
 from envdoctor.knowledge.conda import gcc_providing
 from envdoctor.model import Finding, Remedy, Severity
 
@@ -192,7 +192,7 @@ def mixed_cuda(facts: Mapping[str, Any]) -> Iterable[Finding]:
     needed = torch_cuda_major(facts)
     described = "; ".join(
         [f"conda CUDA {m}: {', '.join(shown(r) for r in conda_side[m])}" for m in conda_side]
-        + [f"pip CUDA {m}: {', '.join(str(d.get('name')) + '==' + str(d.get('version')) for d in pip_side[m])}" for m in pip_side]
+        + [f"pip CUDA {m}: {', '.join(pinned(d) for d in pip_side[m])}" for m in pip_side]
     )
     keeps = [needed] if needed in majors else majors
     remedies = tuple(r for keep in keeps for r in removal_remedies(facts, conda_side, pip_side, keep))
@@ -209,7 +209,7 @@ def mixed_cuda(facts: Mapping[str, Any]) -> Iterable[Finding]:
         ),
         evidence={
             "conda": {m: [shown(r) for r in rs] for m, rs in conda_side.items()},
-            "pip": {m: [f"{d.get('name')}=={d.get('version')}" for d in ds] for m, ds in pip_side.items()},
+            "pip": {m: [pinned(d) for d in ds] for m, ds in pip_side.items()},
             "torch_cuda": needed,
         },
         remedies=remedies + (Remedy(f"Or rebuild the stack for one CUDA: envdoctor fix --pin-cuda X.Y --python {shlex.quote(target_python(facts))}"),),
