@@ -1,10 +1,11 @@
-"""Reading what linking rules need from the first pass: findings by id, the failure that was seen."""
+"""Reading what linking rules need from the first pass (findings by id, the failure that was seen),
+and making a finding into a cause."""
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Mapping, Optional
+from typing import Any, Dict, List, Mapping, Optional, Sequence
 
-from envdoctor.model import Finding, Severity
+from envdoctor.model import Cause, Finding, Remedy, Severity
 
 # The findings that state a failure seen (a symptom), in the order they are named.
 RUN_SYMPTOMS = ("run.crashed", "run.exit-status", "run.hang")
@@ -42,6 +43,16 @@ def run_failed(facts: Mapping[str, Any]) -> bool:
 
 def signal_name(facts: Mapping[str, Any]) -> Optional[str]:
     return ((facts.get("run") or {}).get("ending") or {}).get("signal_name")
+
+
+def first_remedy(finding: Finding) -> Optional[Remedy]:
+    """The first remedy with a command to run, else the first one."""
+    return next((r for r in finding.remedies if r.command), finding.remedies[0] if finding.remedies else None)
+
+
+def cause(finding: Finding, confidence: str, evidence: Sequence[str], rule: str) -> Cause:
+    """`finding` as a cause: its id and title, the evidence that links it, its first remedy."""
+    return Cause(finding.id, confidence, finding.title, tuple(evidence), first_remedy(finding), rule)
 
 
 def serious(finding: Finding) -> bool:

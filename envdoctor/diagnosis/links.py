@@ -9,13 +9,13 @@ GPU out-of-memory surfacing as a segfault in native code (PhysX), and the probe'
 from __future__ import annotations
 
 import os
-from typing import Any, Iterable, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Iterable, List, Mapping, Sequence, Tuple
 
 from envdoctor.capture import stacks
 from envdoctor.diagnosis import link
-from envdoctor.diagnosis.evidence import all_of, first, run_failed, signal_name, symptom
+from envdoctor.diagnosis.evidence import all_of, cause, first, run_failed, signal_name, symptom
 from envdoctor.failures import classify_exception
-from envdoctor.model import Cause, Finding, Remedy, Severity
+from envdoctor.model import Cause, Finding, Severity
 
 SB3_CODE = ("/stable_baselines3/", "/sb3_contrib/")
 # Which finding explains an exception of each kind, most specific first; without one, the run's own
@@ -54,24 +54,15 @@ STAGE_CAUSES = {
 SIGNAL_CAUSES = {"SIGILL": ("cpu.missing-instructions",), "SIGBUS": ("memory.shm-small",)}
 
 
-def first_remedy(finding: Finding) -> Optional[Remedy]:
-    return next((r for r in finding.remedies if r.command), finding.remedies[0] if finding.remedies else None)
-
-
-def cause(finding: Finding, confidence: str, evidence: Sequence[str], rule: str) -> Cause:
-    return Cause(finding.id, confidence, finding.title, tuple(evidence), first_remedy(finding), rule)
-
-
 def crashed_frames(facts: Mapping[str, Any]) -> List[dict]:
     thread = stacks.crashed_thread((facts.get("run") or {}).get("python_stacks"))
     return list((thread or {}).get("frames") or ())
 
 
 def foreign(frame: Mapping[str, Any]) -> bool:
-    """Code whose source file is not on this machine: pickled elsewhere (or a file deleted since)."""
-    if frame.get("exists") is not None:
-        return frame["exists"] is False
-    return False
+    """Code whose source file is not on this machine: pickled elsewhere (or a file deleted since).
+    A pseudo-file (`<string>`) or a frame recorded before frames said so (exists None) is not foreign."""
+    return frame.get("exists") is False
 
 
 def pickled_functions(finding: Finding) -> List[Tuple[str, str]]:

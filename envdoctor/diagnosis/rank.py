@@ -8,9 +8,10 @@ causes. Without a failure, serious findings are only possible causes of a future
 from __future__ import annotations
 
 import shlex
+from dataclasses import replace
 from typing import Any, Dict, List, Mapping, Sequence, Tuple
 
-from envdoctor.diagnosis.evidence import RUN_SYMPTOMS, SYMPTOMS, serious, symptom
+from envdoctor.diagnosis.evidence import RUN_SYMPTOMS, SYMPTOMS, cause, serious, symptom
 from envdoctor.model import Cause, Finding, Remedy, Severity
 
 MAX_POSSIBLE = 5
@@ -21,12 +22,12 @@ NOT_CAUSES = SYMPTOMS + ("run.interrupted", "run.left-behind", "run.bisected", "
 def strongest(causes: Sequence[Cause]) -> List[Cause]:
     """One entry per finding id, the most confident, with the evidence of all that named it."""
     best: Dict[str, Cause] = {}
-    for cause in sorted(causes, key=lambda c: c.rank):
-        if cause.id in best:
-            kept = best[cause.id]
-            best[cause.id] = Cause(kept.id, kept.confidence, kept.summary, kept.evidence + tuple(e for e in cause.evidence if e not in kept.evidence), kept.remedy, kept.rule)
+    for candidate in sorted(causes, key=lambda c: c.rank):
+        kept = best.get(candidate.id)
+        if kept is None:
+            best[candidate.id] = candidate
         else:
-            best[cause.id] = cause
+            best[candidate.id] = replace(kept, evidence=kept.evidence + tuple(e for e in candidate.evidence if e not in kept.evidence))
     return list(best.values())
 
 
@@ -49,7 +50,7 @@ def possible(findings: Sequence[Finding], named: Sequence[str]) -> List[Cause]:
     """Serious findings no rule linked, as possible causes, errors first."""
     rest = [f for f in findings if serious(f) and f.id not in NOT_CAUSES and f.id not in named and f.domain != "doctor"]
     rest.sort(key=lambda f: -f.severity.rank)
-    causes = [Cause(f.id, "possible", f.title, (f.explanation[:300],) if f.explanation else (), next((r for r in f.remedies if r.command), f.remedies[0] if f.remedies else None), "unlinked") for f in rest]
+    causes = [cause(f, "possible", [f.explanation[:300]] if f.explanation else [], "unlinked") for f in rest]
     return strongest(causes)[:MAX_POSSIBLE]
 
 
