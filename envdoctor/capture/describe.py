@@ -6,14 +6,7 @@ from __future__ import annotations
 from typing import List, Optional
 
 from envdoctor.capture import stacks
-
-
-def mib(n: Optional[int]) -> str:
-    return "?" if n is None else f"{n / 2 ** 20:.0f} MiB"
-
-
-def plural(count: int, noun: str) -> str:
-    return f"{count} {noun}" + ("" if count == 1 else "es" if noun.endswith("s") else "s")
+from envdoctor.words import plural
 
 
 def forwarding(run: dict) -> List[str]:

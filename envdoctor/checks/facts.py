@@ -32,10 +32,3 @@ def variables(facts: Mapping[str, Any]) -> dict:
 def usable_cpus(facts: Mapping[str, Any]) -> Optional[int]:
     return facts.get("cpu", {}).get("usable_cpus")
 
-
-def gib(n_bytes: float) -> str:
-    return f"{n_bytes / 2 ** 30:.1f} GiB"
-
-
-def mib(n_bytes: float) -> str:
-    return f"{n_bytes / 2 ** 20:.0f} MiB"

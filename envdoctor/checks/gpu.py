@@ -11,8 +11,8 @@ from typing import Any, Iterable, List, Mapping, Optional
 
 from envdoctor.checks import check
 from envdoctor.checks.cuda import gpus
-from envdoctor.checks.facts import gib
 from envdoctor.model import Finding, Remedy, Severity
+from envdoctor.words import gib
 
 BUSY_FRACTION = 0.9
 

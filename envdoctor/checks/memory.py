@@ -8,8 +8,8 @@ from __future__ import annotations
 from typing import Any, Iterable, Mapping
 
 from envdoctor.checks import check
-from envdoctor.checks.facts import gib, mib
 from envdoctor.model import PYTHON, Finding, Remedy, Severity
+from envdoctor.words import gib, mib
 
 SHM_SMALL_BYTES = 1 * 2 ** 30
 RAM_LOW_BYTES = 8 * 2 ** 30

@@ -13,12 +13,13 @@ import shlex
 from typing import Any, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 from envdoctor.capture import stacks
-from envdoctor.capture.describe import forwarding, left_behind_text, mib, where
+from envdoctor.capture.describe import forwarding, left_behind_text, where
 from envdoctor.capture.record import output_lines
 from envdoctor.checks import check
 from envdoctor.checks.wheels import target_python
 from envdoctor.failures import Failure, classify_exception, first_line
 from envdoctor.model import Finding, Remedy, Severity
+from envdoctor.words import mib
 
 GPU_FULL_FRACTION = 0.95
 LIMIT_REACHED_FRACTION = 0.9

@@ -19,6 +19,7 @@ from envdoctor.model import Finding, Severity
 from envdoctor.render import markdown as report_markdown
 from envdoctor.render import terminal as report_terminal
 from envdoctor.render.escape import escaped
+from envdoctor.words import plural
 
 IMPACT_SEVERITY = {Impact.BREAKS: Severity.ERROR, Impact.MAY_BREAK: Severity.WARNING, Impact.CHANGES: Severity.INFO}
 ABSENT = "—"
@@ -31,10 +32,6 @@ def shown(value: Optional[str]) -> str:
 def rest_summary(rest: Iterable[Change]) -> str:
     counts = Counter(change.group for change in rest)
     return ", ".join(plural(n, group) for group, n in counts.items())
-
-
-def plural(n: int, word: str) -> str:
-    return f"{n} {word}{'' if n == 1 else 's'}"
 
 
 def not_compared(comparison: Comparison) -> str:

@@ -12,10 +12,7 @@ from envdoctor.checks import conda
 from envdoctor.compare.aspects import PACKAGES_READ, VARIABLES_READ
 from envdoctor.compare.model import Change
 from envdoctor.compare.readers import UNUSABLE, Facts, Unrecorded, distribution_versions, section
-
-
-def gib(n_bytes: Any) -> Optional[str]:
-    return f"{n_bytes / 2 ** 30:.1f} GiB" if isinstance(n_bytes, (int, float)) else None
+from envdoctor.words import gib
 
 
 def text(value: Any) -> Optional[str]:
@@ -40,11 +37,11 @@ HOST_FACTS: Tuple[Tuple[str, str, Callable[[Mapping], Optional[str]]], ...] = (
     ("cpu", "CPU model", lambda s: text(s.get("model"))),
     ("cpu", "usable CPUs", lambda s: text(s.get("usable_cpus"))),
     ("cpu", "logical cores", lambda s: text(s.get("logical_cores"))),
-    ("memory", "RAM", lambda s: gib(s.get("ram_total_bytes"))),
-    ("memory", "swap", lambda s: gib(s.get("swap_total_bytes"))),
-    ("memory", "/dev/shm", lambda s: gib(s.get("shm_total_bytes"))),
+    ("memory", "RAM", lambda s: gib(s.get("ram_total_bytes"), None)),
+    ("memory", "swap", lambda s: gib(s.get("swap_total_bytes"), None)),
+    ("memory", "/dev/shm", lambda s: gib(s.get("shm_total_bytes"), None)),
     ("gpu", "GPU facts source", lambda s: text(s.get("source"))),
-    ("gpu", "GPU memory", lambda s: " ".join(filter(None, (gib(g.get("memory_total_bytes")) for g in s.get("gpus") or ()))) or None),
+    ("gpu", "GPU memory", lambda s: " ".join(filter(None, (gib(g.get("memory_total_bytes"), None) for g in s.get("gpus") or ()))) or None),
 )
 
 

@@ -19,12 +19,13 @@ from rich.console import Console
 from rich.text import Text
 
 from envdoctor.compare.readers import UNSET
-from envdoctor.compare.render import IMPACT_SEVERITY, plural
+from envdoctor.compare.render import IMPACT_SEVERITY
 from envdoctor.fleet.aggregate import FindingGroup, FleetView, MissingGroup, NodeView, OutlierGroup
 from envdoctor.model import Severity
 from envdoctor.render import markdown as report_markdown
 from envdoctor.render import terminal as report_terminal
 from envdoctor.render.escape import escaped
+from envdoctor.words import plural
 
 Group = Union[OutlierGroup, FindingGroup, MissingGroup]
 

@@ -17,11 +17,12 @@ from packaging.version import Version
 
 from envdoctor.checks import Check
 from envdoctor.checks.cuda import DRIVER_DOWNLOAD
-from envdoctor.checks.facts import distributions, gib, parse_version
+from envdoctor.checks.facts import distributions, parse_version
 from envdoctor.checks.wheels import installer_command
 from envdoctor.knowledge.torch_matrix import INDEX_ROOT
 from envdoctor.model import Finding, Remedy, Severity
 from envdoctor.policy.load import Policy
+from envdoctor.words import gib
 
 GIB = 2**30
 Facts = Mapping[str, Any]

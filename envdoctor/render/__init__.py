@@ -10,6 +10,7 @@ from collections import Counter
 from typing import Any, Dict, List, Mapping, Tuple
 
 from envdoctor.model import CheckStatus, Report, Severity
+from envdoctor.words import gib
 
 DOMAIN_TITLES = {
     "wsl": "WSL",
@@ -69,10 +70,6 @@ def not_checked(report: Report) -> List[Tuple[str, str]]:
     return [(domain, reason) for domain, reason in gaps if reason]
 
 
-def size(n_bytes) -> str:
-    return f"{n_bytes / 2 ** 30:.1f} GiB" if isinstance(n_bytes, (int, float)) else "?"
-
-
 def part(facts: Any, *keys: str) -> Mapping:
     """The mapping at `keys` under `facts`, or an empty one where a recorded report holds none there."""
     for key in keys:
@@ -90,7 +87,7 @@ def headline(report: Report) -> List[Tuple[str, str]]:
     rows = [
         ("System", f"{distro}, kernel {system.get('kernel_release') or '?'}, glibc {system.get('glibc') or '?'}"),
         ("CPU", f"{cpu.get('model') or '?'} ({cpu.get('usable_cpus') or '?'} usable of {cpu.get('logical_cores') or '?'} logical)"),
-        ("Memory", f"RAM {size(memory.get('ram_total_bytes'))}, swap {size(memory.get('swap_total_bytes'))}, /dev/shm {size(memory.get('shm_total_bytes'))}"),
+        ("Memory", f"RAM {gib(memory.get('ram_total_bytes'))}, swap {gib(memory.get('swap_total_bytes'))}, /dev/shm {gib(memory.get('shm_total_bytes'))}"),
         ("Python", f"{python.get('version', '?')} {python.get('executable', report.target_python)}"),
         ("torch", str(torch or "not installed")),
     ]

@@ -8,8 +8,9 @@ from typing import Dict, List, Mapping, Tuple
 
 from envdoctor.model import POWERSHELL, PYTHON, Finding, Remedy, Report, Severity
 from envdoctor.probe import table as probe_table
-from envdoctor.render import diagnosis, domain_title, headline, not_checked, part, size, summary_line
+from envdoctor.render import diagnosis, domain_title, headline, not_checked, part, summary_line
 from envdoctor.render.escape import escape_control, escaped
+from envdoctor.words import gib
 
 BADGES = {
     Severity.OK: "✅ ok",
@@ -104,7 +105,7 @@ def versions_of(versions: Mapping[str, str], names) -> str:
 
 
 def gpu_text(gpu: Mapping) -> str:
-    return f"{gpu.get('name', '?')} (sm {gpu.get('compute_capability', '?')}, {size(gpu.get('memory_total_bytes'))})"
+    return f"{gpu.get('name', '?')} (sm {gpu.get('compute_capability', '?')}, {gib(gpu.get('memory_total_bytes'))})"
 
 
 def key_facts(report: Report) -> List[Tuple[str, str]]:
