@@ -1,0 +1,42 @@
+"""The view of one run of the user's command (`envdoctor run`, capture/record.py).
+
+The record is deep and read by capture/'s describers as it is, so the view checks the parts every
+verdict reads (how it ended, the command, its duration) and hands the record on whole.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Tuple, Union
+
+from envdoctor.facts import Unrecorded, expect, shaped
+
+
+@dataclass(frozen=True)
+class RunView:
+    """The run section: `ending` with its kind ("signal", "exit", "hang", ...), the command, its duration."""
+
+    SECTION = "run"
+    ending: Mapping[str, Any] = field(default_factory=dict)
+    command: Tuple[str, ...] = ()
+    duration_s: float = 0.0
+    record: Mapping[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def from_json(cls, section: Mapping[str, Any]) -> Union["RunView", Unrecorded]:
+        return shaped(cls.SECTION, lambda: cls(
+            ending=ending_of(section.get("ending")),
+            command=tuple(expect(part, str) for part in expect(section.get("command"), list, [])),
+            duration_s=float(expect(section.get("duration_s"), (int, float), 0.0)),
+            record=section,
+        ))
+
+    @property
+    def ending_kind(self) -> str:
+        return self.ending.get("kind", "")
+
+
+def ending_of(value: Any) -> Mapping[str, Any]:
+    ending = expect(value, Mapping, {})
+    expect(ending.get("kind"), str, "")
+    return ending
