@@ -14,11 +14,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, List, Mapping, Optional, Tuple
 
-from envdoctor.checks import conda
-from envdoctor.checks.threads import THREAD_VARIABLES
 from envdoctor.compare import readers
 from envdoctor.compare.model import Difference, Impact, Uncompared
-from envdoctor.compare.readers import NONE, NO_GPU, NOT_INSTALLED, UNUSABLE, Facts, Unrecorded, flags_of, unusable
+from envdoctor.compare.readers import NONE, NO_GPU, NOT_INSTALLED, flags_of
+from envdoctor.facts import RawFacts as Facts
+from envdoctor.facts import CachedFacts
+from envdoctor.facts import Unrecorded, read
+from envdoctor.facts.conda import CondaView, mapping
+from envdoctor.facts.environ import THREAD_VARIABLES
+from envdoctor.facts.gpu import GpuView
+from envdoctor.facts.system import SystemView
+from envdoctor.facts.target import TargetView
 from envdoctor.knowledge import version_tuple
 from envdoctor.knowledge.arches import arch_list, support
 from envdoctor.knowledge.drivers import driver_satisfies
@@ -43,15 +49,14 @@ def fixed(impact: Impact, why: str) -> Judge:
 
 def driver_of(facts: Facts) -> Tuple[Optional[str], str]:
     """A report's driver version and the OS whose driver table applies to it."""
-    gpu, system = readers.section(facts, "gpu"), readers.section(facts, "system")
-    version = None if isinstance(gpu, Unrecorded) else (gpu.get("driver") or {}).get("version")
-    os_name = "" if isinstance(system, Unrecorded) else str(system.get("os", ""))
-    return version, "windows" if os_name == "Windows" else "linux"
+    gpu, system = read(facts, GpuView), read(facts, SystemView)
+    version = None if isinstance(gpu, Unrecorded) else gpu.driver_version
+    return version, "linux" if isinstance(system, Unrecorded) else system.host_os
 
 
 def torch_build_of(facts: Facts) -> dict:
-    target = readers.section(facts, "target")
-    return {} if isinstance(target, Unrecorded) else dict(readers.torch_build(target))
+    target = read(facts, TargetView)
+    return {} if isinstance(target, Unrecorded) else dict(target.torch_facts)
 
 
 def presence(b: str) -> Tuple[Impact, str]:
@@ -136,25 +141,16 @@ def judge_glibc(a: str, b: str, facts_a: Facts, facts_b: Facts) -> Tuple[Impact,
 NOT_CONDA = "not a conda environment"
 
 
-def conda_value(read: Callable[[Facts], str]) -> Callable[[Facts], readers.Value]:
+def conda_value(read_conda: Callable[[CondaView], str]) -> Callable[[Facts], readers.Value]:
     """A reader of the report's conda facts: NOT_CONDA outside conda, Unrecorded where a report has none."""
 
     def reader(facts: Facts) -> readers.Value:
-        target = readers.section(facts, "target")
-        if isinstance(target, Unrecorded):
-            return target
-        recorded = target.get("conda")
-        if not isinstance(recorded, Mapping):
-            return Unrecorded("no conda facts in the report (written before envdoctor read conda environments)")
-        if "error" in recorded:
-            return Unrecorded(f"conda facts failed: {recorded['error']}")
-        if not recorded.get("prefix"):
-            return NOT_CONDA
-        try:
-            value = read({"target": target})
-        except UNUSABLE as error:
-            return unusable("conda facts", error)
-        return value if isinstance(value, str) else unusable("conda facts", TypeError())
+        conda = read(facts, CondaView)
+        if isinstance(conda, Unrecorded):
+            return conda
+        if conda.unrecorded:
+            return conda.unrecorded
+        return read_conda(conda) if conda.environment else NOT_CONDA
 
     return reader
 
@@ -164,24 +160,24 @@ def names_versions(records: Iterable[Mapping[str, Any]]) -> str:
 
 
 @conda_value
-def conda_cuda(facts: Facts) -> str:
+def conda_cuda(conda: CondaView) -> str:
     """ "11: cudatoolkit 11.3.1, pytorch 1.12.1": the CUDA majors of what conda installed."""
-    grouped = conda.conda_cuda_majors(facts)
+    grouped = conda.conda_cuda_majors()
     return "; ".join(f"{major}: {names_versions(records)}" for major, records in grouped.items()) or NONE
 
 
 @conda_value
-def conda_cxx_runtime(facts: Facts) -> str:
+def conda_cxx_runtime(conda: CondaView) -> str:
     """ "GLIBCXX_3.4.28 (env)": the highest version the libstdc++ that loads provides, and whose it is."""
-    loaded = conda.mapping(conda.mapping(conda.environment(facts).get("cxx_runtime")).get("loaded"))
-    library = conda.mapping(loaded.get("library"))
+    loaded = mapping(mapping(conda.environment.get("cxx_runtime")).get("loaded"))
+    library = mapping(loaded.get("library"))
     return f"GLIBCXX_{library['glibcxx']} ({loaded.get('via')})" if library.get("glibcxx") else NONE
 
 
 @conda_value
-def conda_openmp(facts: Facts) -> str:
+def conda_openmp(conda: CondaView) -> str:
     """ "libiomp5; pip bundles libgomp": the OpenMP runtimes conda installs, and those pip's wheels add."""
-    conda_side, pip_side = conda.conda_openmp(facts), conda.pip_openmp(facts)
+    conda_side, pip_side = conda.conda_openmp(), conda.pip_openmp()
     added = sorted(set(pip_side) - set(conda_side))
     return "+".join(sorted(conda_side) or [NONE]) + (f"; pip bundles {'+'.join(added)}" if added else "")
 
@@ -257,16 +253,14 @@ def compare_aspect(aspect: Aspect, facts_a: Facts, facts_b: Facts):
             return Uncompared(aspect.id, aspect.label, f"{side}: {value.reason}")
     if a == b:
         return None
-    try:
-        impact, why = aspect.judge(a, b, facts_a, facts_b)
-    except UNUSABLE as error:
-        impact, why = Impact.MAY_BREAK, f"Not judged: {unusable('the facts it is judged by', error).reason}"
+    impact, why = aspect.judge(a, b, facts_a, facts_b)
     return Difference(aspect.id, aspect.label, a, b, impact, why)
 
 
 def ranked_differences(facts_a: Facts, facts_b: Facts) -> Tuple[List[Difference], List[Uncompared]]:
     """The differing aspects, most likely to break first (ties in aspect order), and those not compared."""
-    results = [compare_aspect(aspect, facts_a, facts_b) for aspect in ASPECTS]
+    views_a, views_b = CachedFacts(facts_a), CachedFacts(facts_b)  # each section's view built once per report
+    results = [compare_aspect(aspect, views_a, views_b) for aspect in ASPECTS]
     differences = [r for r in results if isinstance(r, Difference)]
     position = {aspect.id: i for i, aspect in enumerate(ASPECTS)}
     differences.sort(key=lambda d: (d.impact.rank, position[d.aspect]))

@@ -5,7 +5,7 @@ what code reads. `read(facts, View)` answers the view, or `Unrecorded` when the 
 collector failed with `{"error": ...}`, or it holds something of the wrong shape where the view looks:
 shape problems are caught once, in `View.from_json`, never by the readers of a view.
 
-Building views is cheap when many checks judge one set of facts: the runner hands the checks a `Facts`
+Building views is cheap when many checks judge one set of facts: the runner hands the checks a `CachedFacts`
 mapping, which behaves as the raw dict (plugins keep their `function(facts_mapping)` contract) and
 keeps each view it built, so sixty checks build each view once. A plain dict works too, uncached.
 """
@@ -69,7 +69,7 @@ def expect(value: Any, kind: Union[type, tuple], default: Any = None) -> Any:
     return value
 
 
-class Facts(Mapping):
+class CachedFacts(Mapping):
     """The raw facts, read as a mapping, with the views built from them kept for the next reader."""
 
     def __init__(self, raw: RawFacts):
@@ -97,8 +97,8 @@ def build(facts: RawFacts, kind: Type[View]) -> Union[View, Unrecorded]:
 
 
 def read(facts: RawFacts, kind: Type[View]) -> Union[View, Unrecorded]:
-    """The `kind` view of these facts (kept when `facts` is a `Facts`), or Unrecorded."""
-    return facts.view(kind) if isinstance(facts, Facts) else build(facts, kind)
+    """The `kind` view of these facts (kept when `facts` is a `CachedFacts`), or Unrecorded."""
+    return facts.view(kind) if isinstance(facts, CachedFacts) else build(facts, kind)
 
 
 def require(facts: RawFacts, kind: Type[View]) -> View:

@@ -19,6 +19,14 @@ VARIABLE_MARKERS = ("WSL_DISTRO_NAME", "WSL_INTEROP")
 WSL2_ONLY_MARKERS = ("WSL_INTEROP", "/dev/dxg", "/usr/lib/wsl", "/usr/lib/wsl/lib", "/run/WSL")
 
 
+def container_markers(value: Any) -> Mapping[str, Any]:
+    """Marker name -> whether it was seen, and "cgroup": the container runtimes /proc/1/cgroup names."""
+    markers = expect(value, Mapping, {})
+    for name in expect(markers.get("cgroup"), list, []):
+        expect(name, str)
+    return markers
+
+
 @dataclass(frozen=True)
 class SystemView:
     """The system section, its shapes checked: text where text is read, mappings where markers are."""
@@ -43,9 +51,9 @@ class SystemView:
             proc_version=expect(section.get("proc_version"), str, ""),
             glibc=expect(section.get("glibc"), (str, type(None))),
             distro=expect(section.get("distro"), Mapping, {}),
-            container=expect(section.get("container"), Mapping, {}),
+            container=container_markers(section.get("container")),
             wsl_markers=expect(section.get("wsl_markers"), Mapping, {}),
-            libcuda_outside_wsl=tuple(expect(section.get("libcuda_outside_wsl"), list, [])),
+            libcuda_outside_wsl=tuple(expect(path, str) for path in expect(section.get("libcuda_outside_wsl"), list, [])),
         ))
 
     @property

@@ -49,6 +49,13 @@ def python_facts(value: Any) -> Mapping[str, Any]:
     return python
 
 
+def torch_build_facts(value: Any) -> Mapping[str, Any]:
+    build = expect(value, Mapping, {})
+    for name in ("version", "cuda", "hip"):
+        expect(build.get(name), (str, type(None)))
+    return build
+
+
 def distribution(entry: Any) -> Mapping[str, Any]:
     expect(entry, Mapping)
     expect(entry["name"], str)
@@ -74,7 +81,7 @@ class TargetView:
             python=python_facts(section.get("python")),
             distribution_list=tuple(distribution(d) for d in expect(section.get("distributions"), list, [])),
             shadowed=tuple(expect(section.get("shadowed_distributions"), list, [])),
-            torch_facts=expect(section.get("torch_build"), Mapping, {}),
+            torch_facts=torch_build_facts(section.get("torch_build")),
             installers=expect(section.get("installers"), Mapping, {}),
         ))
 

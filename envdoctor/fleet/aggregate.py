@@ -20,8 +20,10 @@ from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Seque
 
 from envdoctor.compare.aspects import ASPECTS, compare_aspect
 from envdoctor.compare.model import Difference, Impact
-from envdoctor.compare.readers import Facts, Unrecorded, Value
+from envdoctor.compare.readers import Value
 from envdoctor.errors import ReportReadError
+from envdoctor.facts import RawFacts as Facts
+from envdoctor.facts import Unrecorded
 from envdoctor.fleet.nodes import Brief, NodeSource, NodeSummary, report_parts
 from envdoctor.fleet.stream import mapped
 

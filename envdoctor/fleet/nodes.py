@@ -17,15 +17,16 @@ from typing import Any, Callable, Mapping, Optional, Sequence, Tuple
 
 from envdoctor import engine, schema
 from envdoctor.compare.aspects import ASPECTS
-from envdoctor.compare.readers import Facts, Value
+from envdoctor.compare.readers import Value
 from envdoctor.errors import ReportReadError
+from envdoctor.facts import CachedFacts, RawFacts
 from envdoctor.model import SCHEMA_VERSION, Finding, Severity
 
 USED_SECTIONS = ("schema_version", "facts", "findings")
 FINDING_FIELDS = ("id", "severity", "title")
 FINDING_SHAPE_ERRORS = (TypeError, KeyError, ValueError)
 # An extra verdict on each node's facts, such as a site policy's `judge` with its policy bound.
-NodeJudge = Callable[[Facts], Sequence[Finding]]
+NodeJudge = Callable[[RawFacts], Sequence[Finding]]
 
 
 @dataclass(frozen=True)
@@ -104,7 +105,7 @@ def fits_used_sections(data: Any) -> bool:
         return False
 
 
-def report_parts(path: Path) -> Tuple[Facts, Tuple[Brief, ...]]:
+def report_parts(path: Path) -> Tuple[RawFacts, Tuple[Brief, ...]]:
     """The facts and findings of the report at `path`; ReportReadError with one line when it is not one.
 
     The cut-down schema is a relaxation of the full one: what it refuses, the full validation refuses
@@ -118,8 +119,9 @@ def report_parts(path: Path) -> Tuple[Facts, Tuple[Brief, ...]]:
         raise ReportReadError(f"{path} is not a usable envdoctor report: {type(error).__name__}: {error}") from None
 
 
-def aspect_values(facts: Facts) -> Tuple[Value, ...]:
-    return tuple(aspect.read(facts) for aspect in ASPECTS)
+def aspect_values(facts: RawFacts) -> Tuple[Value, ...]:
+    views = CachedFacts(facts)  # each section's view built once for all the aspects
+    return tuple(aspect.read(views) for aspect in ASPECTS)
 
 
 def without_path(message: str, path: Path) -> str:
