@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from conftest import run_envdoctor
 
-from envdoctor.checks.threads import THREAD_VARIABLES
+from envdoctor.facts.environ import THREAD_VARIABLES
 
 DATA = Path(__file__).parent / "data" / "reports"
 PYENV_ROOT = Path(os.environ.get("PYENV_ROOT") or subprocess.run(["pyenv", "root"], capture_output=True, text=True).stdout.strip() or "~/.pyenv").expanduser()

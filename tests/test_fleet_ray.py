@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from envdoctor import engine
-from envdoctor.checks.threads import THREAD_VARIABLES
+from envdoctor.facts.environ import THREAD_VARIABLES
 
 pytestmark = pytest.mark.slow
 

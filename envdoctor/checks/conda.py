@@ -1,5 +1,5 @@
-"""Conda environment checks, and the conda view of the packages that the fix planner shares: which
-records conda installed, which pip distributions conda owns, and exact conda commands.
+"""Conda environment checks, over the conda view of the target (facts/conda.py: which records conda
+installed, which pip distributions conda owns), with exact conda commands as remedies.
 
 Facts: target["conda"] from target/conda.py (the conda-meta records, activation, the managing
 executable) and its `cxx_runtime` read from the ELF files (collect/elf.py).
@@ -19,155 +19,40 @@ from __future__ import annotations
 import os
 import re
 import shlex
-from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Set, Tuple
+from typing import Any, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 from envdoctor.checks import check
-from envdoctor.checks.facts import normalize
-from envdoctor.checks.wheels import families, installer_command, pinned, target_python, torch_build
+from envdoctor.checks.wheels import pinned
+from envdoctor.facts import view_of
+from envdoctor.facts.conda import CondaView, listing, mapping, shown
+from envdoctor.facts.target import TargetView, normalize
 from envdoctor.knowledge.conda import gcc_providing
 from envdoctor.model import Finding, Remedy, Severity
 
-CUDA_VERSIONED = re.compile(r"^(cudatoolkit|pytorch-cuda|cuda-.+)$")
-BUILD_CUDA = re.compile(r"(?:^|[_.-])cuda_?(\d+)(?:\.\d+)?")
-CUDA_VERSION_DEPENDENCY = re.compile(r"^cuda-version\s*[<>=!~ ]*\s*(\d+)")
-CONDA_TORCH = ("pytorch", "pytorch-gpu", "pytorch-cpu")
 OPENMP_RUNTIMES = ("libgomp", "libiomp5", "libomp")
 CRASHING_OPENMP_PAIR = {"libomp", "libiomp5"}
 BLAS_RECORDS = re.compile(r"^(mkl|openblas|libopenblas|nomkl)$")
-RUNTIME_NAME = re.compile(r"^(libgomp|libiomp5|libomp)[-.]")
 LIBSTDCXX = "libstdcxx-ng"
 CXX_LABELS = ("glibcxx", "cxxabi")
 SHOWN = 8
 MULTIPLE_OPENMP = "https://github.com/joblib/threadpoolctl/blob/master/multiple_openmp.md"
 
 
-def mapping(value: Any) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else {}
-
-
-def listing(value: Any) -> list:
-    return value if isinstance(value, list) else []
-
-
-def conda_facts(facts: Mapping[str, Any]) -> Mapping[str, Any]:
-    """target["conda"], or {} when it is missing or failed."""
-    found = mapping(mapping(facts.get("target")).get("conda"))
-    return {} if "error" in found else found
-
-
-def environment(facts: Mapping[str, Any]) -> Mapping[str, Any]:
-    """The conda facts when the diagnosed interpreter is a conda environment, else {}."""
-    found = conda_facts(facts)
-    return found if found.get("prefix") else {}
-
-
-def records(facts: Mapping[str, Any]) -> Dict[str, Mapping[str, Any]]:
-    """The environment's conda records by package name."""
-    return {str(r.get("name")): r for r in map(mapping, listing(environment(facts).get("records"))) if r.get("name")}
-
-
-def shown(record: Mapping[str, Any]) -> str:
-    return f"{record.get('name')} {record.get('version')} ({record.get('channel') or '?'}::{record.get('build') or '?'})"
-
-
-def manager(facts: Mapping[str, Any]) -> str:
-    return str(mapping(environment(facts).get("manager")).get("path") or "conda")
+def conda_of(facts: Mapping[str, Any]) -> CondaView:
+    return view_of(facts, CondaView)
 
 
 def conda_command(facts: Mapping[str, Any], verb: str, args: Sequence[str]) -> str:
     """`conda VERB -p PREFIX ARGS` with the executable that manages the environment."""
-    prefix = str(environment(facts).get("prefix"))
-    return " ".join(shlex.quote(a) for a in (manager(facts), verb, "-p", prefix, *args))
-
-
-def dist_info_identity(prefix: str, entry: str) -> Optional[Tuple[str, str, str]]:
-    """(location, normalized name, version) of a dist-info/egg-info folder a conda record lists."""
-    path = os.path.join(prefix, entry)
-    stem = os.path.basename(path).rsplit(".", 1)[0]
-    name, _, rest = stem.partition("-")
-    return (os.path.dirname(path), normalize(name), rest.split("-", 1)[0]) if name and rest else None
-
-
-def conda_owned(facts: Mapping[str, Any]) -> Set[Tuple[str, str, str]]:
-    """The Python distributions conda installed, as (location, name, version)."""
-    prefix = str(environment(facts).get("prefix") or "")
-    owned = set()
-    for record in records(facts).values():
-        for entry in listing(record.get("python_dists")):
-            identity = dist_info_identity(prefix, str(entry))
-            if identity:
-                owned.add(identity)
-    return owned
-
-
-def installed_by(facts: Mapping[str, Any], dist: Mapping[str, Any]) -> str:
-    """ "conda" when a conda record put this distribution there, else "pip" (pip, uv or setup.py)."""
-    identity = (str(dist.get("location")), normalize(str(dist.get("name"))), str(dist.get("version")))
-    return "conda" if identity in conda_owned(facts) else "pip"
-
-
-def all_distributions(facts: Mapping[str, Any]) -> List[Mapping[str, Any]]:
-    target = mapping(facts.get("target"))
-    return [mapping(d) for d in listing(target.get("distributions")) + listing(target.get("shadowed_distributions"))]
-
-
-def conda_torch(facts: Mapping[str, Any]) -> Optional[Mapping[str, Any]]:
-    found = records(facts)
-    return next((found[name] for name in CONDA_TORCH if name in found), None)
-
-
-def loaded_torch(facts: Mapping[str, Any]) -> Optional[Mapping[str, Any]]:
-    """The torch distribution `import torch` finds: the first on sys.path, as the target scan records it."""
-    return next((mapping(d) for d in listing(mapping(facts.get("target")).get("distributions")) if normalize(str(mapping(d).get("name"))) == "torch"), None)
-
-
-def torch_installer(facts: Mapping[str, Any]) -> Optional[str]:
-    """Who installed the torch that loads: "conda", "pip", or None without torch."""
-    torch = loaded_torch(facts)
-    return installed_by(facts, torch) if torch else None
+    prefix = str(conda_of(facts).environment.get("prefix"))
+    return " ".join(shlex.quote(a) for a in (conda_of(facts).manager, verb, "-p", prefix, *args))
 
 
 # --- CUDA majors -----------------------------------------------------------------------------
 
 
-def record_cuda_major(record: Mapping[str, Any]) -> Optional[str]:
-    """The CUDA major a conda package belongs to: its version for the CUDA packages themselves, its
-    cuda-version dependency, or the cudaXY of its build string (pytorch, cudnn, nccl)."""
-    name, version = str(record.get("name")), str(record.get("version"))
-    if CUDA_VERSIONED.match(name) and version.split(".", 1)[0].isdigit():
-        return version.split(".", 1)[0]
-    for dependency in listing(record.get("depends")):
-        match = CUDA_VERSION_DEPENDENCY.match(str(dependency))
-        if match:
-            return match.group(1)
-    match = BUILD_CUDA.search(str(record.get("build")))
-    if match:
-        digits = match.group(1)
-        return digits[:-1] if len(digits) >= 3 else digits
-    return None
-
-
-def conda_cuda_majors(facts: Mapping[str, Any]) -> Dict[str, List[Mapping[str, Any]]]:
-    grouped: Dict[str, List[Mapping[str, Any]]] = {}
-    for name, record in sorted(records(facts).items()):
-        major = record_cuda_major(record)
-        if major:
-            grouped.setdefault(major, []).append(record)
-    return grouped
-
-
-def pip_cuda_majors(facts: Mapping[str, Any]) -> Dict[str, List[Mapping[str, Any]]]:
-    """pip's NVIDIA wheels by CUDA major ("cu12" -> "12"), those conda put there left out."""
-    grouped: Dict[str, List[Mapping[str, Any]]] = {}
-    for family, dists in families(facts).items():
-        pip_only = [d for d in dists if installed_by(facts, d) == "pip"]
-        if pip_only:
-            grouped.setdefault(family[2:], []).extend(pip_only)
-    return grouped
-
-
 def torch_cuda_major(facts: Mapping[str, Any]) -> Optional[str]:
-    build = torch_build(facts)
+    build = view_of(facts, TargetView).torch_build
     return build.cuda.split(".", 1)[0] if build and build.cuda else None
 
 
@@ -179,13 +64,13 @@ def removal_remedies(facts, conda_side: Mapping[str, list], pip_side: Mapping[st
     if conda_names:
         remedies.append(Remedy(f"Remove conda's CUDA {'/'.join(m for m in conda_side if m != keep)} packages (conda lists what depends on them before it asks):", conda_command(facts, "remove", conda_names)))
     if pip_names:
-        remedies.append(Remedy(f"Uninstall pip's CUDA {'/'.join(m for m in pip_side if m != keep)} wheels:", installer_command(facts, "uninstall", pip_names)))
+        remedies.append(Remedy(f"Uninstall pip's CUDA {'/'.join(m for m in pip_side if m != keep)} wheels:", view_of(facts, TargetView).installer_command("uninstall", pip_names)))
     return tuple(remedies)
 
 
 @check("conda.mixed-cuda", "CUDA libraries of more than one CUDA major from conda and pip in one environment", requires=("target",))
 def mixed_cuda(facts: Mapping[str, Any]) -> Iterable[Finding]:
-    conda_side, pip_side = conda_cuda_majors(facts), pip_cuda_majors(facts)
+    conda_side, pip_side = conda_of(facts).conda_cuda_majors(), conda_of(facts).pip_cuda_majors()
     majors = sorted(set(conda_side) | set(pip_side), key=int)
     if len(majors) < 2:
         return
@@ -212,7 +97,7 @@ def mixed_cuda(facts: Mapping[str, Any]) -> Iterable[Finding]:
             "pip": {m: [pinned(d) for d in ds] for m, ds in pip_side.items()},
             "torch_cuda": needed,
         },
-        remedies=remedies + (Remedy(f"Or rebuild the stack for one CUDA: envdoctor fix --pin-cuda X.Y --python {shlex.quote(target_python(facts))}"),),
+        remedies=remedies + (Remedy(f"Or rebuild the stack for one CUDA: envdoctor fix --pin-cuda X.Y --python {shlex.quote(view_of(facts, TargetView).executable)}"),),
         references=("https://github.com/pytorch/pytorch/issues/91067",),
     )
 
@@ -221,17 +106,17 @@ def mixed_cuda(facts: Mapping[str, Any]) -> Iterable[Finding]:
 
 
 def torch_description(facts: Mapping[str, Any], dist: Mapping[str, Any]) -> str:
-    return f"torch {dist.get('version')} by {installed_by(facts, dist)} in {dist.get('location')}"
+    return f"torch {dist.get('version')} by {conda_of(facts).installed_by(dist)} in {dist.get('location')}"
 
 
 @check("conda.two-torches", "A conda pytorch and a pip torch in one environment", requires=("target",))
 def two_torches(facts: Mapping[str, Any]) -> Iterable[Finding]:
-    record = conda_torch(facts)
-    pip_torches = [d for d in all_distributions(facts) if normalize(str(d.get("name"))) == "torch" and installed_by(facts, d) == "pip"]
+    record = conda_of(facts).conda_torch
+    pip_torches = [d for d in conda_of(facts).all_distributions if normalize(str(d.get("name"))) == "torch" and conda_of(facts).installed_by(d) == "pip"]
     if record is None or not pip_torches:
         return
-    loaded = loaded_torch(facts)
-    build = mapping(mapping(facts.get("target")).get("torch_build"))
+    loaded = conda_of(facts).loaded_torch
+    build = view_of(facts, TargetView).torch_facts
     files_say = f"torch/version.py there says {build.get('version')} (CUDA {build.get('cuda') or 'none'})" if build else "torch/version.py could not be read"
     loads = f"`import torch` loads {torch_description(facts, loaded)}: {files_say}." if loaded else "No torch distribution comes first on sys.path."
     pip_version = str(pip_torches[0].get("version"))
@@ -254,11 +139,11 @@ def two_torches(facts: Mapping[str, Any]) -> Iterable[Finding]:
         remedies=(
             Remedy(
                 "Keep conda's: uninstall pip's torch, then restore conda's files:",
-                installer_command(facts, "uninstall", ["torch"]) + " && " + conda_command(facts, "install", ["--force-reinstall", f"pytorch=={record.get('version')}", *channels]),
+                view_of(facts, TargetView).installer_command("uninstall", ["torch"]) + " && " + conda_command(facts, "install", ["--force-reinstall", f"pytorch=={record.get('version')}", *channels]),
             ),
             Remedy(
                 "Or keep pip's: drop conda's package without touching its dependents, then reinstall pip's files:",
-                conda_command(facts, "remove", ["--force", str(record.get("name"))]) + " && " + installer_command(facts, "install", ["--force-reinstall", f"torch=={pip_version}"]),
+                conda_command(facts, "remove", ["--force", str(record.get("name"))]) + " && " + view_of(facts, TargetView).installer_command("install", ["--force-reinstall", f"torch=={pip_version}"]),
             ),
         ),
     )
@@ -299,7 +184,7 @@ def cxx_remedies(facts, runtime: Mapping[str, Any], wanted: str) -> Tuple[Remedy
 
 @check("conda.cxx-runtime", "Extensions that need a newer libstdc++ than the one the conda environment loads", requires=("target",))
 def cxx_runtime(facts: Mapping[str, Any]) -> Iterable[Finding]:
-    runtime = mapping(environment(facts).get("cxx_runtime"))
+    runtime = mapping(conda_of(facts).environment.get("cxx_runtime"))
     library = mapping(mapping(runtime.get("loaded")).get("library"))
     short = unmet(map(mapping, listing(runtime.get("requirements"))), library)
     if not runtime or not short:
@@ -338,31 +223,6 @@ def cxx_runtime(facts: Mapping[str, Any]) -> Iterable[Finding]:
 # --- OpenMP ----------------------------------------------------------------------------------
 
 
-def runtime_of(library: str) -> Optional[str]:
-    match = RUNTIME_NAME.match(library)
-    return match.group(1) if match else None
-
-
-def conda_openmp(facts: Mapping[str, Any]) -> Dict[str, List[str]]:
-    """OpenMP runtime -> the conda packages that install it (read from the records' library lists)."""
-    found: Dict[str, List[str]] = {}
-    for name, record in sorted(records(facts).items()):
-        for runtime in {runtime_of(str(lib)) for lib in listing(record.get("libraries"))} - {None}:
-            found.setdefault(runtime, []).append(shown(record))
-    return found
-
-
-def pip_openmp(facts: Mapping[str, Any]) -> Dict[str, List[str]]:
-    """OpenMP runtime -> the libraries pip wheels bundle (torch/lib/libgomp-*.so.1, scikit_learn.libs/...)."""
-    found: Dict[str, List[str]] = {}
-    for folder in map(mapping, listing(environment(facts).get("bundled_runtimes"))):
-        for library in listing(folder.get("libraries")):
-            runtime = runtime_of(str(library))
-            if runtime:
-                found.setdefault(runtime, []).append(os.path.join(str(folder.get("folder")), str(library)))
-    return found
-
-
 def grouped_text(grouped: Mapping[str, List[str]]) -> str:
     return "; ".join(f"{key}: {', '.join(values[:SHOWN])}" for key, values in grouped.items())
 
@@ -375,13 +235,13 @@ def probed_openmp(facts: Mapping[str, Any]) -> List[str]:
 
 @check("conda.openmp-mixed", "conda's OpenMP runtime next to another that pip's wheels bundle", requires=("target",))
 def openmp_mixed(facts: Mapping[str, Any]) -> Iterable[Finding]:
-    conda_side, pip_side = conda_openmp(facts), pip_openmp(facts)
+    conda_side, pip_side = conda_of(facts).conda_openmp(), conda_of(facts).pip_openmp()
     brought = sorted(set(pip_side) - set(conda_side))
     if not conda_side or not brought:
         return
     crashing = CRASHING_OPENMP_PAIR <= set(conda_side) | set(pip_side)
-    mkl = "mkl" in records(facts)
-    blas = [shown(r) for n, r in sorted(records(facts).items()) if BLAS_RECORDS.match(n)]
+    mkl = "mkl" in conda_of(facts).records
+    blas = [shown(r) for n, r in sorted(conda_of(facts).records.items()) if BLAS_RECORDS.match(n)]
     yield Finding(
         id="conda.openmp-mixed",
         severity=Severity.ERROR if crashing else Severity.WARNING,
@@ -412,7 +272,7 @@ def activate_command(facts: Mapping[str, Any], conda: Mapping[str, Any]) -> str:
 
 @check("conda.env-not-active", "The diagnosed conda environment is not the active one", requires=("target",))
 def env_not_active(facts: Mapping[str, Any]) -> Iterable[Finding]:
-    conda = environment(facts)
+    conda = conda_of(facts).environment
     active = mapping(conda.get("active"))
     if not conda or active.get("this_env") or "this_env" not in active:
         return
@@ -433,14 +293,14 @@ def env_not_active(facts: Mapping[str, Any]) -> Iterable[Finding]:
         evidence={"diagnosed": conda.get("prefix"), "active": other, "active_name": active.get("name"), "python_on_path": on_path, "activation_scripts": scripts},
         remedies=(
             Remedy("Activate it before running (your shell must have run `conda init`):", activate_command(facts, conda)),
-            Remedy("Or run one command in it without activating:", f"{shlex.quote(manager(facts))} run -p {shlex.quote(str(conda.get('prefix')))} python YOUR_SCRIPT.py"),
+            Remedy("Or run one command in it without activating:", f"{shlex.quote(conda_of(facts).manager)} run -p {shlex.quote(str(conda.get('prefix')))} python YOUR_SCRIPT.py"),
         ),
     )
 
 
 @check("conda.active-env-not-diagnosed", "A conda environment is active but another interpreter is diagnosed", requires=("target",))
 def active_env_not_diagnosed(facts: Mapping[str, Any]) -> Iterable[Finding]:
-    found = conda_facts(facts)
+    found = conda_of(facts).found
     active = mapping(found.get("active"))
     if not found or found.get("prefix") or not active.get("prefix") or active.get("python_on_path_is_this", True):
         return
@@ -448,11 +308,11 @@ def active_env_not_diagnosed(facts: Mapping[str, Any]) -> Iterable[Finding]:
     yield Finding(
         id="conda.active-env-not-diagnosed",
         severity=Severity.WARNING,
-        title=f"The conda environment {active.get('name') or active.get('prefix')} is active, but {target_python(facts)} was diagnosed",
+        title=f"The conda environment {active.get('name') or active.get('prefix')} is active, but {view_of(facts, TargetView).executable} was diagnosed",
         explanation=(
             f"`python` in this shell is {active.get('python_on_path') or 'not found'}; the interpreter diagnosed is not in the active "
             "environment, so this report says nothing about the one your training runs in."
         ),
-        evidence={"active": active.get("prefix"), "diagnosed": target_python(facts), "python_on_path": active.get("python_on_path")},
+        evidence={"active": active.get("prefix"), "diagnosed": view_of(facts, TargetView).executable, "python_on_path": active.get("python_on_path")},
         remedies=(Remedy("Diagnose the active environment's python:", f"envdoctor check --python {shlex.quote(active_python)}"),),
     )

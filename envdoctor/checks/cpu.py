@@ -12,23 +12,14 @@ from typing import Any, Iterable, Mapping
 from packaging.version import Version
 
 from envdoctor.checks import check
-from envdoctor.checks.facts import installed_version
-from envdoctor.checks.wheels import installer_command
+from envdoctor.facts import view_of
+from envdoctor.facts.cpu import TORCH_AVX2, CpuView
+from envdoctor.facts.target import TargetView
 from envdoctor.model import Finding, Remedy, Severity
 
 # /proc/cpuinfo spells SSE3 "pni" and LAHF/SAHF "lahf_lm".
 X86_64_V2 = ("pni", "ssse3", "sse4_1", "sse4_2", "popcnt", "cx16", "lahf_lm")
-TORCH_AVX2 = ("avx2", "fma")
 NUMPY_V2_BASELINE = Version("2.4")
-
-
-def is_x86(cpu: Mapping[str, Any]) -> bool:
-    return cpu.get("arch") in ("x86_64", "AMD64", "i686") or "sse2" in cpu.get("flags", ())
-
-
-def missing(cpu: Mapping[str, Any], wanted) -> list:
-    flags = set(cpu.get("flags", ()))
-    return [flag for flag in wanted if flag not in flags]
 
 
 def numpy_baseline_finding(facts: Mapping[str, Any], cpu, numpy_version, lacking) -> Finding:
@@ -41,9 +32,9 @@ def numpy_baseline_finding(facts: Mapping[str, Any], cpu, numpy_version, lacking
             "baseline optimizations: (X86_V2) but your machine doesn't support: (X86_V2)\". Virtual machines "
             "with a kvm64/qemu64 CPU model are the usual cause."
         ),
-        evidence={"cpu_model": cpu.get("model"), "missing_flags": lacking, "numpy": str(numpy_version)},
+        evidence={"cpu_model": cpu.model, "missing_flags": lacking, "numpy": str(numpy_version)},
         remedies=(
-            Remedy("Install a NumPy built for older CPUs:", installer_command(facts, "install", ["numpy<2.4"])),
+            Remedy("Install a NumPy built for older CPUs:", view_of(facts, TargetView).installer_command("install", ["numpy<2.4"])),
             Remedy("or give the virtual machine the host's CPU model (e.g. `-cpu host` or x86-64-v2 or newer)."),
         ),
         references=("https://numpy.org/doc/stable/release/2.4.0-notes.html",),
@@ -64,7 +55,7 @@ def torch_avx_finding(cpu, lacking, severity) -> Finding:
             "torch selects AVX2 kernels only with avx2+fma; without them it falls back to its DEFAULT "
             "kernels. Parts of the official x86 wheels (oneDNN, fbgemm) assume at least AVX."
         ),
-        evidence={"cpu_model": cpu.get("model"), "missing_flags": lacking},
+        evidence={"cpu_model": cpu.model, "missing_flags": lacking},
         remedies=(
             Remedy("Confirm the crash disappears with the baseline kernels:", "ATEN_CPU_CAPABILITY=default python train.py"),
             Remedy("On a virtual machine, expose the host CPU's instruction sets (e.g. `-cpu host`)."),
@@ -75,15 +66,15 @@ def torch_avx_finding(cpu, lacking, severity) -> Finding:
 
 @check("cpu.missing-instructions", "CPU instructions the installed NumPy and torch wheels assume", requires=("cpu",))
 def missing_instructions(facts: Mapping[str, Any]) -> Iterable[Finding]:
-    cpu = facts["cpu"]
-    if not is_x86(cpu) or not cpu.get("flags"):
+    cpu = view_of(facts, CpuView)
+    if not cpu.is_x86 or not cpu.flags:
         return
-    numpy_version = installed_version(facts, "numpy")
-    lacking_v2 = missing(cpu, X86_64_V2)
+    numpy_version = view_of(facts, TargetView).installed_version("numpy")
+    lacking_v2 = cpu.missing(X86_64_V2)
     if numpy_version and numpy_version >= NUMPY_V2_BASELINE and lacking_v2:
         yield numpy_baseline_finding(facts, cpu, numpy_version, lacking_v2)
-    if installed_version(facts, "torch"):
-        if "avx" not in cpu["flags"]:
-            yield torch_avx_finding(cpu, ["avx", *missing(cpu, TORCH_AVX2)], Severity.ERROR)
-        elif missing(cpu, TORCH_AVX2):
-            yield torch_avx_finding(cpu, missing(cpu, TORCH_AVX2), Severity.WARNING)
+    if view_of(facts, TargetView).installed_version("torch"):
+        if "avx" not in cpu.flags:
+            yield torch_avx_finding(cpu, ["avx", *cpu.missing(TORCH_AVX2)], Severity.ERROR)
+        elif cpu.missing(TORCH_AVX2):
+            yield torch_avx_finding(cpu, cpu.missing(TORCH_AVX2), Severity.WARNING)

@@ -17,16 +17,18 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
 from envdoctor.checks import check
-from envdoctor.checks.facts import distributions, variables
-from envdoctor.checks.probe import probe_result
-from envdoctor.checks.wheels import TorchBuild, families, installer_command, target_python, torch_build
+from envdoctor.facts import view_of
+from envdoctor.facts.environ import EnvironView
+from envdoctor.facts.gpu import GpuView
+from envdoctor.facts.probe import probe_of
+from envdoctor.facts.target import TargetView, TorchBuild
 from envdoctor.knowledge import arches, drivers, minor_of, torch_matrix, version_tuple, wheels
+from envdoctor.knowledge.drivers import DRIVER_DOWNLOAD
 from envdoctor.knowledge.torch_matrix import TorchRelease
 from envdoctor.model import Finding, Remedy, Severity
 from envdoctor.probe.result import StageStatus
 
 COMPANIONS = ("torch", "torchvision", "torchaudio")
-DRIVER_DOWNLOAD = "https://www.nvidia.com/Download/index.aspx"
 COMPATIBILITY_DOC = "https://docs.nvidia.com/deploy/cuda-compatibility/minor-version-compatibility.html"
 
 VariantFilter = Callable[[TorchRelease, str], bool]
@@ -34,35 +36,15 @@ RECORDED_SOURCE = "torch.cuda.get_arch_list() recorded by the probe"
 RUNTIME_WHEELS = ("nvidia-cuda-runtime", "cuda-toolkit")
 
 
-def gpus(facts: Mapping[str, Any]) -> List[dict]:
-    """The GPUs NVML or nvidia-smi reported; none where no driver answered, so no GPU check fires on a CPU box."""
-    gpu = facts.get("gpu") or {}
-    return list(gpu.get("gpus") or ()) if gpu.get("source") not in (None, "none") else []
-
-
-def driver(facts: Mapping[str, Any]) -> Mapping[str, Any]:
-    return (facts.get("gpu") or {}).get("driver") or {}
-
-
-def host_os(facts: Mapping[str, Any]) -> str:
-    platform = facts.get("target", {}).get("python", {}).get("platform", "linux")
-    return "windows" if platform.startswith("win") else "linux"
-
-
-def python_minor(facts: Mapping[str, Any]) -> Optional[str]:
-    info = facts.get("target", {}).get("python", {}).get("version_info") or []
-    return f"{info[0]}.{info[1]}" if len(info) >= 2 else None
-
-
 def driver_runs(facts: Mapping[str, Any], cuda: str, via_ptx: bool = False) -> bool:
     """Whether this machine's driver runs CUDA `cuda` (the toolkit's own driver when kernels come from PTX)."""
-    version = driver(facts).get("version")
+    version = view_of(facts, GpuView).driver.get("version")
     if version:
         row = drivers.requirement(cuda)
-        if via_ptx and row is not None and row.toolkit(host_os(facts)):
-            return version_tuple(version) >= version_tuple(row.toolkit(host_os(facts)))
-        return drivers.driver_satisfies(version, cuda, host_os(facts))
-    reported = driver(facts).get("cuda")
+        if via_ptx and row is not None and row.toolkit(view_of(facts, TargetView).host_os):
+            return version_tuple(version) >= version_tuple(row.toolkit(view_of(facts, TargetView).host_os))
+        return drivers.driver_satisfies(version, cuda, view_of(facts, TargetView).host_os)
+    reported = view_of(facts, GpuView).driver.get("cuda")
     if not reported:
         return True
     wanted, have = version_tuple(cuda), version_tuple(reported)
@@ -71,7 +53,7 @@ def driver_runs(facts: Mapping[str, Any], cuda: str, via_ptx: bool = False) -> b
 
 def arch_support(facts: Mapping[str, Any], release: TorchRelease, cuda: str) -> List[Optional[str]]:
     tag = torch_matrix.variant_tag(cuda)
-    return [arches.support(g["compute_capability"], tag, release.torch) for g in gpus(facts) if g.get("compute_capability")]
+    return [arches.support(g["compute_capability"], tag, release.torch) for g in view_of(facts, GpuView).gpus if g.get("compute_capability")]
 
 
 def runs_here(facts: Mapping[str, Any], release: TorchRelease, cuda: str) -> bool:
@@ -83,7 +65,7 @@ def choose_variant(facts: Mapping[str, Any], current: Optional[TorchRelease], ac
     """The newest acceptable CUDA variant of the installed release, else of the nearest newer release
     that has wheels for the target's Python; for a torch the tables do not know (most likely newer
     than them) the nearest is the newest known release."""
-    python = python_minor(facts)
+    python = view_of(facts, TargetView).python_minor
     if current is None:
         candidates = list(reversed(torch_matrix.releases()))
     else:
@@ -106,27 +88,27 @@ def reinstall_remedies(facts: Mapping[str, Any], build: TorchBuild, release: Tor
     """Remove the wheels of a CUDA family the new build will not use, then install the build."""
     remedies = []
     old, new = wheels.torch_family(build.cuda), wheels.torch_family(cuda)
-    strays = [d["name"] for d in families(facts).get(old, ())] if old and old != new else []
+    strays = [d["name"] for d in view_of(facts, TargetView).families.get(old, ())] if old and old != new else []
     if strays:
-        remedies.append(Remedy(f"Remove the {old} NVIDIA wheels the new build will not use:", installer_command(facts, "uninstall", strays)))
+        remedies.append(Remedy(f"Remove the {old} NVIDIA wheels the new build will not use:", view_of(facts, TargetView).installer_command("uninstall", strays)))
     args = torch_matrix.install_args(release, cuda, installed_companions(facts) or ["torch"])
-    remedies.append(Remedy(f"Install torch {release.torch} built for CUDA {cuda} ({why}):", installer_command(facts, "install", args)))
+    remedies.append(Remedy(f"Install torch {release.torch} built for CUDA {cuda} ({why}):", view_of(facts, TargetView).installer_command("install", args)))
     remedies.append(Remedy(
         "Or let envdoctor plan the same change (it also removes packages pinning the old torch); add --apply to carry it out, recorded and reversible:",
-        f"envdoctor fix --pin-cuda {minor_of(cuda)} --torch {release.torch} --python {shlex.quote(target_python(facts))}",
+        f"envdoctor fix --pin-cuda {minor_of(cuda)} --torch {release.torch} --python {shlex.quote(view_of(facts, TargetView).executable)}",
     ))
     return remedies
 
 
 def cuda_build(facts: Mapping[str, Any]) -> Optional[TorchBuild]:
-    build = torch_build(facts)
+    build = view_of(facts, TargetView).torch_build
     return build if build is not None and build.cuda else None
 
 
 def recorded_cuda(facts: Mapping[str, Any], build: TorchBuild) -> Mapping[str, Any]:
     """What the probe's CUDA stage recorded about this torch (arch_list, runtime, capability); empty
     when no probe ran, the stage did not pass, or the probe imported another torch than the one installed."""
-    probe = probe_result(facts)
+    probe = probe_of(facts)
     if probe is None:
         return {}
     imported, stage = probe.stage("import_torch"), probe.stage("cuda_init")
@@ -156,7 +138,7 @@ def shipped_kernels(facts: Mapping[str, Any], build: TorchBuild) -> Optional[arc
 def pinned_cuda_runtime(facts: Mapping[str, Any]) -> Optional[str]:
     """The CUDA x.y that torch's metadata pins its runtime wheel to (nvidia-cuda-runtime-cu12==12.8.90,
     cuda-toolkit[cudart]==13.0.2); None for a torch that brings its own libraries or pins none."""
-    for text in (distributions(facts).get("torch") or {}).get("requires") or ():
+    for text in (view_of(facts, TargetView).distributions.get("torch") or {}).get("requires") or ():
         try:
             requirement = Requirement(str(text))
         except InvalidRequirement:
@@ -171,18 +153,18 @@ def pinned_cuda_runtime(facts: Mapping[str, Any]) -> Optional[str]:
 @check("cuda.driver-too-old", "The NVIDIA driver is too old for the CUDA runtime torch was built with", requires=("target", "gpu"))
 def driver_too_old(facts: Mapping[str, Any]) -> Iterable[Finding]:
     build = cuda_build(facts)
-    if build is None or not driver(facts):
+    if build is None or not view_of(facts, GpuView).driver:
         return
     release = torch_matrix.find(build.version)
     shipped = shipped_kernels(facts, build)
-    via_ptx = shipped is not None and any(shipped.support(g["compute_capability"]) == arches.PTX for g in gpus(facts) if g.get("compute_capability"))
+    via_ptx = shipped is not None and any(shipped.support(g["compute_capability"]) == arches.PTX for g in view_of(facts, GpuView).gpus if g.get("compute_capability"))
     if driver_runs(facts, build.cuda, via_ptx):
         return
-    system = host_os(facts)
+    system = view_of(facts, TargetView).host_os
     row = drivers.requirement(build.cuda)
     least = (row.toolkit(system) if via_ptx and row else None) or drivers.minimum_driver(build.cuda, system)
     compat = row.minor_compat(system) if row else None
-    found = driver(facts).get("version") or f"one supporting CUDA {driver(facts).get('cuda')}"
+    found = view_of(facts, GpuView).driver.get("version") or f"one supporting CUDA {view_of(facts, GpuView).driver.get('cuda')}"
     remedies = [Remedy(f"Update the NVIDIA driver to {least or 'a newer branch'} or newer ({DRIVER_DOWNLOAD}), or:")]
     alternative = choose_variant(facts, release, lambda r, c: runs_here(facts, r, c))
     if alternative and build.cuda and alternative[1] != minor_of(build.cuda):
@@ -192,7 +174,7 @@ def driver_too_old(facts: Mapping[str, Any]) -> Iterable[Finding]:
         severity=Severity.ERROR,
         title=f"The NVIDIA driver {found} cannot run torch {build.build_version} (CUDA {build.cuda}); it needs {least or 'a newer driver'}",
         explanation=(
-            (f"This driver supports CUDA up to {driver(facts)['cuda']}; " if driver(facts).get("cuda") else "")
+            (f"This driver supports CUDA up to {view_of(facts, GpuView).driver['cuda']}; " if view_of(facts, GpuView).driver.get("cuda") else "")
             + f"torch was built with CUDA {build.cuda}. "
             + (
                 f"Through NVIDIA's minor-version compatibility any driver from {compat} runs CUDA {minor_of(build.cuda).split('.')[0]}.x wheels; "
@@ -203,7 +185,7 @@ def driver_too_old(facts: Mapping[str, Any]) -> Iterable[Finding]:
             + ("Some GPU here runs torch only through PTX JIT compilation, which needs the toolkit's own driver. " if via_ptx else "")
             + "Until then torch.cuda.is_available() is False (\"The NVIDIA driver on your system is too old\") or CUDA calls fail."
         ),
-        evidence={"driver": dict(driver(facts)), "torch_cuda": build.cuda, "minimum_driver": least, "minor_compat_floor": compat, "via_ptx": via_ptx},
+        evidence={"driver": dict(view_of(facts, GpuView).driver), "torch_cuda": build.cuda, "minimum_driver": least, "minor_compat_floor": compat, "via_ptx": via_ptx},
         remedies=tuple(remedies),
         references=(COMPATIBILITY_DOC, DRIVER_DOWNLOAD),
     )
@@ -243,15 +225,15 @@ def gpu_arch_unsupported(facts: Mapping[str, Any]) -> Iterable[Finding]:
     shipped = shipped_kernels(facts, build)
     if shipped is None:
         return  # doctor.knowledge-stale says that the arch support is unknown
-    for gpu in gpus(facts):
+    for gpu in view_of(facts, GpuView).gpus:
         if gpu.get("compute_capability") and shipped.support(gpu["compute_capability"]) is None:
             yield arch_finding(facts, build, gpu, shipped.variant, shipped)
 
 
 @check("cuda.cpu-build-on-gpu-host", "A CPU-only torch on a machine with a working NVIDIA GPU", requires=("target", "gpu"))
 def cpu_build_on_gpu_host(facts: Mapping[str, Any]) -> Iterable[Finding]:
-    build = torch_build(facts)
-    present = gpus(facts)
+    build = view_of(facts, TargetView).torch_build
+    present = view_of(facts, GpuView).gpus
     if build is None or not build.is_cpu or not present:
         return
     release = torch_matrix.find(build.version)
@@ -264,7 +246,7 @@ def cpu_build_on_gpu_host(facts: Mapping[str, Any]) -> Iterable[Finding]:
         severity=Severity.WARNING,
         title=f"torch {build.build_version} is a CPU-only build, but this machine has {len(present)} NVIDIA GPU(s) ({present[0].get('name')})",
         explanation="torch.cuda.is_available() is False with this build, so training silently runs on the CPU.",
-        evidence={"torch": build.build_version, "gpus": [g.get("name") for g in present], "driver": dict(driver(facts))},
+        evidence={"torch": build.build_version, "gpus": [g.get("name") for g in present], "driver": dict(view_of(facts, GpuView).driver)},
         remedies=tuple(remedies),
     )
 
@@ -272,7 +254,7 @@ def cpu_build_on_gpu_host(facts: Mapping[str, Any]) -> Iterable[Finding]:
 def wheel_libraries(facts: Mapping[str, Any]) -> dict:
     """library name -> (soname major, version, wheel) for every library the installed NVIDIA wheels ship."""
     shipped = {}
-    for dists in families(facts).values():
+    for dists in view_of(facts, TargetView).families.values():
         for dist in dists:
             major = wheels.soname_major(dist["name"], dist["version"])
             for library in wheels.libraries_of(dist["name"]):
@@ -315,7 +297,7 @@ def shadowing_remedies(facts, offending: List[dict]) -> Tuple[Remedy, ...]:
         remedies.append(Remedy("Stop preloading CUDA libraries:", "unset LD_PRELOAD"))
     bad_dirs = {e["path"].rsplit("/", 1)[0] for e in offending if e["via"] == "LD_LIBRARY_PATH"}
     if bad_dirs:
-        kept = [d for d in variables(facts).get("LD_LIBRARY_PATH", "").split(":") if d and d not in bad_dirs]
+        kept = [d for d in view_of(facts, EnvironView).variables.get("LD_LIBRARY_PATH", "").split(":") if d and d not in bad_dirs]
         command = f"export LD_LIBRARY_PATH={shlex.quote(':'.join(kept))}" if kept else "unset LD_LIBRARY_PATH"
         remedies.append(Remedy(f"Take {', '.join(sorted(bad_dirs))} out of LD_LIBRARY_PATH (torch brings its own CUDA libraries):", command))
     cached = [e["path"] for e in offending if e["via"] == "ldconfig"]

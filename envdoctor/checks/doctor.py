@@ -7,9 +7,10 @@ import shlex
 from typing import Any, Iterable, Mapping, Optional
 
 from envdoctor.checks import check
-from envdoctor.checks.cuda import cuda_build, gpus, pinned_cuda_runtime, recorded_kernels, table_kernels
-from envdoctor.checks.facts import distributions, normalize
-from envdoctor.checks.wheels import TorchBuild, target_python
+from envdoctor.checks.cuda import cuda_build, pinned_cuda_runtime, recorded_kernels, table_kernels
+from envdoctor.facts import view_of
+from envdoctor.facts.gpu import GpuView
+from envdoctor.facts.target import TargetView, TorchBuild, normalize
 from envdoctor.knowledge import arches, minor_of, torch_matrix
 from envdoctor.model import Finding, Remedy, Severity
 
@@ -36,10 +37,10 @@ ML_STACK = ("torch", "numpy", "stable-baselines3", "sb3-contrib", "gymnasium", "
 
 @check("doctor.no-ml-stack", "The diagnosed interpreter holds no ML stack: probably not the one you train with", requires=("target",))
 def no_ml_stack(facts: Mapping[str, Any]) -> Iterable[Finding]:
-    installed = distributions(facts)
+    installed = view_of(facts, TargetView).distributions
     if any(normalize(name) in installed for name in ML_STACK):
         return
-    python = target_python(facts)
+    python = view_of(facts, TargetView).executable
     yield Finding(
         id="doctor.no-ml-stack",
         severity=Severity.WARNING,
@@ -81,7 +82,7 @@ def unknown_to_tables(facts: Mapping[str, Any], build: TorchBuild, recorded: Opt
     tag = torch_matrix.variant_tag(build.cuda)
     pinned = pinned_cuda_runtime(facts)
     runtime = f"CUDA {build.cuda} from torch/version.py" + (f", the NVIDIA runtime wheel its metadata pins is CUDA {pinned}" if pinned else "")
-    present = [g for g in gpus(facts) if g.get("compute_capability")]
+    present = [g for g in view_of(facts, GpuView).gpus if g.get("compute_capability")]
     if recorded is not None:
         kernels = f"Its GPU kernels are those it reported to the probe: {recorded.describe()}."
     elif present:
@@ -102,7 +103,7 @@ def unknown_to_tables(facts: Mapping[str, Any], build: TorchBuild, recorded: Opt
         },
         remedies=(() if recorded is not None or not present else (
             Remedy("Let torch report its own kernels: run the check with the probe (it is on unless --no-probe):",
-                   f"envdoctor check --python {shlex.quote(target_python(facts))}"),
+                   f"envdoctor check --python {shlex.quote(view_of(facts, TargetView).executable)}"),
         )),
     )
 

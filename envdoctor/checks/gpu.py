@@ -10,7 +10,8 @@ from __future__ import annotations
 from typing import Any, Iterable, List, Mapping, Optional
 
 from envdoctor.checks import check
-from envdoctor.checks.cuda import gpus
+from envdoctor.facts import view_of
+from envdoctor.facts.gpu import GpuView
 from envdoctor.model import Finding, Remedy, Severity
 from envdoctor.words import gib
 
@@ -45,7 +46,7 @@ def memory_remedies(gpu: Mapping[str, Any], present: List[Mapping[str, Any]]) ->
 
 @check("gpu.memory-low", "Another process holds most of a GPU's memory", requires=("gpu",))
 def memory_low(facts: Mapping[str, Any]) -> Iterable[Finding]:
-    present = gpus(facts)
+    present = view_of(facts, GpuView).gpus
     for gpu in present:
         fraction = used_fraction(gpu)
         if fraction < BUSY_FRACTION:

@@ -17,8 +17,9 @@ from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 from packaging.requirements import InvalidRequirement, Requirement
 
 from envdoctor.checks import check
-from envdoctor.checks.facts import distributions, installed_version, normalize, variables
-from envdoctor.checks.wheels import installer_command, target_python, torch_build
+from envdoctor.facts import view_of
+from envdoctor.facts.environ import EnvironView
+from envdoctor.facts.target import TargetView, normalize
 from envdoctor.failures import Failure, classify_message, first_line
 from envdoctor.knowledge import rows, wheels
 from envdoctor.model import Finding, Remedy, Severity
@@ -70,11 +71,11 @@ def quoted(*args: str) -> str:
 
 
 def python_of(facts: Mapping[str, Any]) -> str:
-    return shlex.quote(target_python(facts))
+    return shlex.quote(view_of(facts, TargetView).executable)
 
 
 def reinstall(facts: Mapping[str, Any], result: Mapping[str, Any]) -> str:
-    return installer_command(facts, "install", ["--force-reinstall", "--no-deps", f"{result['distribution']}=={result['version']}"])
+    return view_of(facts, TargetView).installer_command("install", ["--force-reinstall", "--no-deps", f"{result['distribution']}=={result['version']}"])
 
 
 def reproduce(facts: Mapping[str, Any], module: str) -> Remedy:
@@ -82,22 +83,22 @@ def reproduce(facts: Mapping[str, Any], module: str) -> Remedy:
 
 
 def numpy_abi_remedies(facts: Mapping[str, Any], result: Mapping[str, Any]) -> Tuple[Remedy, ...]:
-    dist, numpy = result["distribution"], installed_version(facts, "numpy")
+    dist, numpy = result["distribution"], view_of(facts, TargetView).installed_version("numpy")
     if numpy is not None and numpy.major < 2:
         return (
-            Remedy(f"This {dist} was built for NumPy 2; move NumPy to 2:", installer_command(facts, "install", ["numpy>=2"])),
+            Remedy(f"This {dist} was built for NumPy 2; move NumPy to 2:", view_of(facts, TargetView).installer_command("install", ["numpy>=2"])),
             Remedy(f"Or install a {dist} release built for NumPy 1.x beside {numpy}."),
         )
     return (
-        Remedy(f"Upgrade {dist} to a release built for NumPy 2:", installer_command(facts, "install", ["--upgrade", dist])),
-        Remedy("Or keep NumPy 1.x for the whole environment:", installer_command(facts, "install", ["numpy<2"])),
+        Remedy(f"Upgrade {dist} to a release built for NumPy 2:", view_of(facts, TargetView).installer_command("install", ["--upgrade", dist])),
+        Remedy("Or keep NumPy 1.x for the whole environment:", view_of(facts, TargetView).installer_command("install", ["numpy<2"])),
     )
 
 
 def missing_library_remedies(facts: Mapping[str, Any], result: Mapping[str, Any], library: str) -> Tuple[Remedy, ...]:
     wheel = nvidia_wheel(facts, library)
     if wheel:
-        return (Remedy(f"Install {wheel}, the NVIDIA wheel that ships {library}:", installer_command(facts, "install", [wheel])),)
+        return (Remedy(f"Install {wheel}, the NVIDIA wheel that ships {library}:", view_of(facts, TargetView).installer_command("install", [wheel])),)
     package = known_provider("library", library)
     if package:
         return (Remedy(f"Install the system package that provides {library}:", f"sudo apt-get install -y {package}"),)
@@ -117,7 +118,7 @@ def nvidia_wheel(facts: Mapping[str, Any], library: str) -> Optional[str]:
         return None
     if project in wheels.unsuffixed_projects() and not fixed_soname(project) and major in ("11", "12", "13"):
         return project if major == "13" else f"{project}-cu{major}"
-    build = torch_build(facts)
+    build = view_of(facts, TargetView).torch_build
     family = wheels.torch_family(build.cuda if build else None)
     return f"{project}-{family}" if family else None
 
@@ -135,7 +136,7 @@ def module_provider(facts: Mapping[str, Any], result: Mapping[str, Any], module:
     the requirer's own requirement of that name first, then the known names, then the module's own name."""
     top = module.split(".")[0]
     candidates = [known_provider("module", module), known_provider("module", top), top]
-    requirer = distributions(facts).get(normalize(result["distribution"])) or {}
+    requirer = view_of(facts, TargetView).distributions.get(normalize(result["distribution"])) or {}
     for text in requirer.get("requires", ()):
         try:
             requirement = Requirement(text)
@@ -153,8 +154,8 @@ def missing_module_remedies(facts: Mapping[str, Any], result: Mapping[str, Any],
         return (Remedy(f"{dist}'s own files are missing: reinstall it.", reinstall(facts, result)),)
     provider, extra = module_provider(facts, result, module)
     if extra:
-        return (Remedy(f"{module} comes with {dist}'s optional extra [{extra}]:", installer_command(facts, "install", [f"{dist}[{extra}]"])),)
-    return (Remedy(f"Install {provider}, which provides {module}:", installer_command(facts, "install", [provider])),)
+        return (Remedy(f"{module} comes with {dist}'s optional extra [{extra}]:", view_of(facts, TargetView).installer_command("install", [f"{dist}[{extra}]"])),)
+    return (Remedy(f"Install {provider}, which provides {module}:", view_of(facts, TargetView).installer_command("install", [provider])),)
 
 
 def binary_remedies(facts: Mapping[str, Any], result: Mapping[str, Any], failure: Failure) -> Tuple[Remedy, ...]:
@@ -162,15 +163,15 @@ def binary_remedies(facts: Mapping[str, Any], result: Mapping[str, Any], failure
     if failure.kind == "glibc":
         glibc = facts.get("system", {}).get("glibc") or "?"
         return (
-            Remedy(f"This build of {dist} needs {failure.named}; the system has glibc {glibc}. Reinstall it so pip picks a wheel built for this glibc:", installer_command(facts, "install", ["--force-reinstall", "--no-cache-dir", dist])),
+            Remedy(f"This build of {dist} needs {failure.named}; the system has glibc {glibc}. Reinstall it so pip picks a wheel built for this glibc:", view_of(facts, TargetView).installer_command("install", ["--force-reinstall", "--no-cache-dir", dist])),
             Remedy(f"Or run on a system whose glibc is at least {failure.named.split('_', 1)[-1]}."),
         )
     if failure.kind == "libstdcxx":
         remedies = [Remedy(f"An older libstdc++ than {dist} needs is loaded first; see which one:", f"{python_of(facts)} -c {shlex.quote('import ctypes.util; print(ctypes.util.find_library(' + repr('stdc++') + '))')}")]
-        if variables(facts).get("LD_LIBRARY_PATH"):
+        if view_of(facts, EnvironView).variables.get("LD_LIBRARY_PATH"):
             remedies.insert(0, Remedy("LD_LIBRARY_PATH can put an old libstdc++ first; try without it:", "unset LD_LIBRARY_PATH"))
         return tuple(remedies) + (Remedy("In a conda environment, update its libstdc++:", "conda install -c conda-forge libstdcxx-ng"),)
-    return (Remedy(f"Reinstall {dist} so pip picks the build that matches the installed libraries it links:", installer_command(facts, "install", ["--force-reinstall", "--no-cache-dir", dist])),)
+    return (Remedy(f"Reinstall {dist} so pip picks the build that matches the installed libraries it links:", view_of(facts, TargetView).installer_command("install", ["--force-reinstall", "--no-cache-dir", dist])),)
 
 
 def remedies_for(facts: Mapping[str, Any], result: Mapping[str, Any], failure: Failure) -> Tuple[Remedy, ...]:
@@ -186,7 +187,7 @@ def remedies_for(facts: Mapping[str, Any], result: Mapping[str, Any], failure: F
     if failure.kind == "timed-out":
         return (reproduce(facts, module), Remedy("If the import is only slow here, allow it more time:", "envdoctor check --imports --import-timeout 300"))
     if failure.kind == "circular-import":
-        return (Remedy(f"This {result['distribution']} release cannot be imported on its own; move to another:", installer_command(facts, "install", ["--upgrade", result["distribution"]])), reproduce(facts, module))
+        return (Remedy(f"This {result['distribution']} release cannot be imported on its own; move to another:", view_of(facts, TargetView).installer_command("install", ["--upgrade", result["distribution"]])), reproduce(facts, module))
     return (reproduce(facts, module), Remedy(f"Reinstall {result['distribution']}:", reinstall(facts, result)))
 
 
@@ -243,7 +244,7 @@ def shadow_remedies(facts: Mapping[str, Any], module: str, path: str) -> Tuple[R
     if path.endswith(".py"):
         move += f" && rm -f {shlex.quote(os.path.join(folder, '__pycache__'))}/{module}.*.pyc"
     remedies = [Remedy(f"Rename {path} so it no longer hides the installed {module}:", move)]
-    entries = [e for e in variables(facts).get("PYTHONPATH", "").split(os.pathsep) if e]
+    entries = [e for e in view_of(facts, EnvironView).variables.get("PYTHONPATH", "").split(os.pathsep) if e]
     if any(os.path.normpath(e) == os.path.normpath(folder) for e in entries):
         rest = os.pathsep.join(e for e in entries if os.path.normpath(e) != os.path.normpath(folder))
         remedies.append(Remedy(f"Or take {folder} off PYTHONPATH:", f"export PYTHONPATH={shlex.quote(rest)}" if rest else "unset PYTHONPATH"))
@@ -299,5 +300,5 @@ def shadowed(facts: Mapping[str, Any]) -> Iterable[Finding]:
 
 
 def location_of(facts: Mapping[str, Any], distribution: str) -> Optional[str]:
-    dist: Dict[str, Any] = distributions(facts).get(normalize(distribution)) or {}
+    dist: Dict[str, Any] = view_of(facts, TargetView).distributions.get(normalize(distribution)) or {}
     return dist.get("location")

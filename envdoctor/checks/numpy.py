@@ -18,8 +18,9 @@ from typing import Any, Dict, Iterable, Iterator, List, Mapping, Tuple
 from packaging.version import Version
 
 from envdoctor.checks import check
-from envdoctor.checks.facts import distributions, installed_version, normalize, parse_version
-from envdoctor.checks.wheels import installer_command, marker_environment, requirements, torch_build
+from envdoctor.checks.wheels import requirements
+from envdoctor.facts import view_of
+from envdoctor.facts.target import TargetView, normalize, parse_version
 from envdoctor.knowledge import minor_of, numpy2, torch_matrix
 from envdoctor.knowledge.numpy2 import NumpyTwoRelease
 from envdoctor.model import Finding, Remedy, Severity
@@ -33,9 +34,9 @@ FIRST_TORCH_FOR_NUMPY_2 = Version("2.3")
 
 def metadata_needs_numpy_1(facts: Mapping[str, Any], numpy: Version) -> Dict[str, List[str]]:
     """Installed distributions whose metadata accepts NumPy 1.x but not the installed NumPy 2, with those requirements."""
-    environment = marker_environment(facts)
+    environment = view_of(facts, TargetView).marker_environment()
     found: Dict[str, List[str]] = {}
-    for name, dist in sorted(distributions(facts).items()):
+    for name, dist in sorted(view_of(facts, TargetView).distributions.items()):
         for requirement in requirements(dist, environment, NUMPY_REQUIREMENT):
             if normalize(requirement.name) != "numpy":
                 continue
@@ -48,7 +49,7 @@ def metadata_needs_numpy_1(facts: Mapping[str, Any], numpy: Version) -> Dict[str
 def installed_releases(facts: Mapping[str, Any]) -> Iterator[Tuple[str, Version, NumpyTwoRelease]]:
     """(normalized name, installed version, table row) of each installed distribution numpy2.csv knows."""
     known = numpy2.table()
-    for name, dist in sorted(distributions(facts).items()):
+    for name, dist in sorted(view_of(facts, TargetView).distributions.items()):
         version = parse_version(dist["version"])
         if name in known and version is not None:
             yield name, version, known[name]
@@ -66,7 +67,7 @@ def culprit_line(dist: Mapping[str, Any], reasons: List[str]) -> str:
 def needs_numpy_1(facts: Mapping[str, Any], numpy: Version, too_old: Mapping[str, NumpyTwoRelease]) -> List[str]:
     """One line per distribution that cannot run under `numpy`: by its metadata, by numpy2.csv, or both."""
     by_metadata = metadata_needs_numpy_1(facts, numpy)
-    dists = distributions(facts)
+    dists = view_of(facts, TargetView).distributions
     lines = []
     for name in sorted(set(by_metadata) | set(too_old)):
         reasons = list(by_metadata.get(name, ()))
@@ -81,34 +82,34 @@ def numpy_2_builds_upgrade(facts: Mapping[str, Any], too_old: Mapping[str, Numpy
     if not too_old:
         return []
     args = [f"{release.project}>={release.first_built}" for _, release in sorted(too_old.items())]
-    return [Remedy("or upgrade the packages built for NumPy 1.x to releases built for NumPy 2:", installer_command(facts, "install", args))]
+    return [Remedy("or upgrade the packages built for NumPy 1.x to releases built for NumPy 2:", view_of(facts, TargetView).installer_command("install", args))]
 
 
 def old_torch(facts: Mapping[str, Any]) -> bool:
-    version = installed_version(facts, "torch")
+    version = view_of(facts, TargetView).installed_version("torch")
     return version is not None and Version(version.base_version) < FIRST_TORCH_FOR_NUMPY_2
 
 
 def torch_upgrade(facts: Mapping[str, Any]) -> List[Remedy]:
     """torch 2.3 of the same CUDA variant, where that release has one."""
-    build = torch_build(facts)
+    build = view_of(facts, TargetView).torch_build
     release = torch_matrix.find(str(FIRST_TORCH_FOR_NUMPY_2))
     cuda = build.cuda if build and build.cuda else torch_matrix.CPU
     if release is None or (cuda != torch_matrix.CPU and minor_of(cuda) not in release.cuda):
         return []
-    names = [n for n in ("torch", "torchvision", "torchaudio") if n in distributions(facts)]
-    return [Remedy(f"or upgrade torch to {release.torch}, the first release built against NumPy 2:", installer_command(facts, "install", torch_matrix.install_args(release, cuda, names)))]
+    names = [n for n in ("torch", "torchvision", "torchaudio") if n in view_of(facts, TargetView).distributions]
+    return [Remedy(f"or upgrade torch to {release.torch}, the first release built against NumPy 2:", view_of(facts, TargetView).installer_command("install", torch_matrix.install_args(release, cuda, names)))]
 
 
 @check("numpy.abi-mismatch", "NumPy 2 installed beside packages built for NumPy 1.x", requires=("target",))
 def abi_mismatch(facts: Mapping[str, Any]) -> Iterable[Finding]:
-    numpy = installed_version(facts, "numpy")
+    numpy = view_of(facts, TargetView).installed_version("numpy")
     if numpy is None or numpy < NUMPY_2:
         return
     too_old = built_for_numpy_1(facts)
     culprits = needs_numpy_1(facts, numpy, too_old)
     if old_torch(facts):
-        culprits.insert(0, f"torch {installed_version(facts, 'torch')} (built against NumPy 1.x; 2.3 is the first built for NumPy 2)")
+        culprits.insert(0, f"torch {view_of(facts, TargetView).installed_version('torch')} (built against NumPy 1.x; 2.3 is the first built for NumPy 2)")
     if not culprits:
         return
     yield Finding(
@@ -122,7 +123,7 @@ def abi_mismatch(facts: Mapping[str, Any]) -> Iterable[Finding]:
         ),
         evidence={"numpy": str(numpy), "needs_numpy_1": culprits, "first_built_for_numpy_2": {r.project: str(r.first_built) for r in too_old.values()}},
         remedies=(
-            Remedy("Install the last NumPy 1.x:", installer_command(facts, "install", ["numpy<2"])),
+            Remedy("Install the last NumPy 1.x:", view_of(facts, TargetView).installer_command("install", ["numpy<2"])),
             *numpy_2_builds_upgrade(facts, too_old),
             *(torch_upgrade(facts) if old_torch(facts) else ()),
         ),
@@ -136,7 +137,7 @@ def abi_mismatch(facts: Mapping[str, Any]) -> Iterable[Finding]:
 
 def requiring_numpy_2(facts: Mapping[str, Any]) -> Dict[str, NumpyTwoRelease]:
     """Installed distributions at or past their project's first release that requires NumPy 2, on this Python."""
-    python = parse_version(marker_environment(facts)["python_version"])
+    python = parse_version(view_of(facts, TargetView).marker_environment()["python_version"])
     if python is None:
         return {}
     return {name: release for name, version, release in installed_releases(facts) if release.requires_numpy_2(version, python)}
@@ -144,13 +145,13 @@ def requiring_numpy_2(facts: Mapping[str, Any]) -> Dict[str, NumpyTwoRelease]:
 
 @check("numpy.too-old", "NumPy 1.x installed beside packages that require NumPy 2", requires=("target",))
 def too_old_numpy(facts: Mapping[str, Any]) -> Iterable[Finding]:
-    numpy = installed_version(facts, "numpy")
+    numpy = view_of(facts, TargetView).installed_version("numpy")
     if numpy is None or numpy >= NUMPY_2:
         return
     needing = requiring_numpy_2(facts)
     if not needing:
         return
-    dists = distributions(facts)
+    dists = view_of(facts, TargetView).distributions
     lines = [culprit_line(dists[name], [f"requires NumPy 2 since {release.first_requiring}"]) for name, release in sorted(needing.items())]
     last_accepting = [f"{release.project}<{release.first_requiring}" for _, release in sorted(needing.items())]
     yield Finding(
@@ -163,8 +164,8 @@ def too_old_numpy(facts: Mapping[str, Any]) -> Iterable[Finding]:
         ),
         evidence={"numpy": str(numpy), "requires_numpy_2": lines},
         remedies=(
-            *(() if old_torch(facts) else (Remedy("Install NumPy 2:", installer_command(facts, "install", ["numpy>=2"])),)),
-            Remedy("or keep NumPy 1.x with the last releases that accept it:", installer_command(facts, "install", last_accepting)),
+            *(() if old_torch(facts) else (Remedy("Install NumPy 2:", view_of(facts, TargetView).installer_command("install", ["numpy>=2"])),)),
+            Remedy("or keep NumPy 1.x with the last releases that accept it:", view_of(facts, TargetView).installer_command("install", last_accepting)),
         ),
         references=("https://github.com/numpy/numpy/issues/26191",),
     )

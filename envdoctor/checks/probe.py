@@ -1,9 +1,8 @@
 """Judging the probe ladder's recorded result: crashes, hangs, failed imports, circular imports,
-bisected remedies, and two OpenMP runtimes in one process.
+and bisected remedies.
 
 Pure: everything comes from facts["probe"], so `check --from` re-judges a recorded probe.
-Facts: knowledge notes sb3-model-files.md §1/§6 (the probe, "construct" imports torch._dynamo);
-domain-facts.md §7 (threadpoolctl's multiple_openmp.md: libomp + libiomp is the crashing pair).
+Facts: knowledge notes sb3-model-files.md §1/§6 (the probe, "construct" imports torch._dynamo).
 """
 
 from __future__ import annotations
@@ -14,7 +13,9 @@ from typing import Any, Iterable, Mapping, Optional, Sequence, Tuple
 from envdoctor.capture import stacks
 from envdoctor.checks import check
 from envdoctor.checks.imports import location_of, shadow_remedies, shadowing_path
-from envdoctor.checks.wheels import installer_command, target_python
+from envdoctor.facts import view_of
+from envdoctor.facts.probe import probe_of
+from envdoctor.facts.target import TargetView
 from envdoctor.model import Finding, Remedy, Severity
 from envdoctor.probe.bisection import BY_NAME
 from envdoctor.probe.result import Ending, ProbeResult, StageResult, StageStatus
@@ -34,11 +35,6 @@ STAGE_HINTS = {
     "cpu_ops": "The first matmul loads the BLAS (MKL/OpenBLAS) and OpenMP code paths torch picked for this CPU.",
 }
 REPORT = Remedy("Attach the JSON report to your bug ticket: it has the stage, the signal and the stack.")
-
-
-def probe_result(facts: Mapping[str, Any]) -> Optional[ProbeResult]:
-    data = facts.get("probe")
-    return ProbeResult.from_json(data) if data else None
 
 
 def frames_text(frames) -> list:
@@ -64,7 +60,7 @@ def bisect_pointer(probe: ProbeResult) -> tuple:
 
 @check("probe.crash", "A probe stage killed the process (SIGSEGV, SIGILL, SIGBUS, SIGABRT, ...)", requires=("probe",))
 def crash(facts: Mapping[str, Any]) -> Iterable[Finding]:
-    probe = probe_result(facts)
+    probe = probe_of(facts)
     fatal = probe.fatal
     if fatal is None and probe.ending in (Ending.SIGNAL, Ending.EXIT):
         yield after_the_last_stage(probe)
@@ -105,7 +101,7 @@ def after_the_last_stage(probe: ProbeResult) -> Finding:
 
 @check("probe.hang", "A probe stage ran past its time limit: slow (still using CPU) or hung", requires=("probe",))
 def hang(facts: Mapping[str, Any]) -> Iterable[Finding]:
-    probe = probe_result(facts)
+    probe = probe_of(facts)
     fatal = probe.fatal
     if fatal is None or not fatal.status.out_of_time:
         return
@@ -156,7 +152,7 @@ def error_evidence(stage: StageResult) -> dict:
 
 @check("probe.import-error", "Importing numpy, torch, gymnasium or SB3 raised an exception", requires=("probe",))
 def import_error(facts: Mapping[str, Any]) -> Iterable[Finding]:
-    for stage in probe_result(facts).stages:
+    for stage in probe_of(facts).stages:
         error = stage.error or {}
         if stage.status is not StageStatus.FAILED or stage.id not in IMPORT_STAGES or error.get("circular_import"):
             continue
@@ -172,7 +168,7 @@ def import_error(facts: Mapping[str, Any]) -> Iterable[Finding]:
 
 @check("probe.stage-failed", "A probe stage after the imports raised an exception", requires=("probe",))
 def stage_failed(facts: Mapping[str, Any]) -> Iterable[Finding]:
-    for stage in probe_result(facts).stages:
+    for stage in probe_of(facts).stages:
         if stage.status is not StageStatus.FAILED or stage.id in IMPORT_STAGES:
             continue
         error = stage.error or {}
@@ -192,7 +188,7 @@ def first_line(text: Optional[str]) -> str:
 
 @check("probe.circular-import", "A package is imported while it is still half-initialised (circular import)", requires=("probe",))
 def circular_import(facts: Mapping[str, Any]) -> Iterable[Finding]:
-    for stage in probe_result(facts).stages:
+    for stage in probe_of(facts).stages:
         circular = (stage.error or {}).get("circular_import")
         if not circular:
             continue
@@ -235,15 +231,15 @@ def circular_finding(facts: Mapping[str, Any], stage: StageResult, circular: Map
         ),
         evidence={**error_evidence(stage), "module": circular["module"], "distribution": distribution, "cycle": circular.get("cycle")},
         remedies=(
-            Remedy(f"Check which file `import {package}` runs (this does not run it):", shlex.join([target_python(facts), "-c", finds])),
-            Remedy(f"Reinstall {distribution.get('distribution') or package} at a release without the cycle:", installer_command(facts, "install", ["--force-reinstall", distribution.get("distribution") or package])),
+            Remedy(f"Check which file `import {package}` runs (this does not run it):", shlex.join([view_of(facts, TargetView).executable, "-c", finds])),
+            Remedy(f"Reinstall {distribution.get('distribution') or package} at a release without the cycle:", view_of(facts, TargetView).installer_command("install", ["--force-reinstall", distribution.get("distribution") or package])),
         ),
     )
 
 
 @check("probe.bisected", "Which single environment change makes a probe crash or hang go away", requires=("probe",))
 def bisected(facts: Mapping[str, Any]) -> Iterable[Finding]:
-    probe = probe_result(facts)
+    probe = probe_of(facts)
     bisection = probe.bisection
     if bisection is None:
         return
@@ -270,30 +266,4 @@ def bisection_finding(check_id: str, failure: str, passing: Sequence[Tuple[str, 
         explanation=" ".join(meaning for _, meaning in passing),
         evidence=dict(evidence),
         remedies=tuple(Remedy("Set it before training (in the shell, the job script or the container):", command) for command, _ in passing),
-    )
-
-
-@check("threads.multiple-openmp", "Two OpenMP runtimes loaded in one process", requires=("probe",))
-def multiple_openmp(facts: Mapping[str, Any]) -> Iterable[Finding]:
-    stage = probe_result(facts).stage("thread_pools")
-    runtimes = (stage.details.get("openmp_runtimes") if stage else None) or []
-    if len({r.get("filepath") for r in runtimes}) < 2:
-        return
-    prefixes = {r.get("prefix") for r in runtimes}
-    crashing_pair = {"libomp", "libiomp"} <= prefixes
-    yield Finding(
-        id="threads.multiple-openmp",
-        severity=Severity.ERROR if crashing_pair else Severity.WARNING,
-        title=f"{len(runtimes)} OpenMP runtimes are loaded in one process: {', '.join(sorted(p or '?' for p in prefixes))}",
-        explanation=(
-            "Intel OpenMP (libiomp) and LLVM OpenMP (libomp) together cause random crashes and deadlocks on Linux."
-            if crashing_pair
-            else "Two OpenMP runtimes each start their own thread pool; GNU and Intel OpenMP usually coexist, but threads oversubscribe."
-        ),
-        evidence={"runtimes": [r.get("filepath") for r in runtimes]},
-        remedies=(
-            Remedy("Make MKL use GNU OpenMP:", "export MKL_THREADING_LAYER=GNU"),
-            Remedy("Or keep one runtime: install numpy/scipy from PyPI or conda-forge (OpenBLAS) instead of MKL builds."),
-        ),
-        references=("https://github.com/joblib/threadpoolctl/blob/master/multiple_openmp.md",),
     )

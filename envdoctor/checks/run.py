@@ -16,7 +16,8 @@ from envdoctor.capture import stacks
 from envdoctor.capture.describe import forwarding, left_behind_text, where
 from envdoctor.capture.record import output_lines
 from envdoctor.checks import check
-from envdoctor.checks.wheels import target_python
+from envdoctor.facts import view_of
+from envdoctor.facts.target import TargetView
 from envdoctor.failures import Failure, classify_exception, first_line
 from envdoctor.model import Finding, Remedy, Severity
 from envdoctor.words import mib
@@ -232,7 +233,7 @@ def exception_evidence(exception: Mapping[str, Any], failure: Failure) -> dict:
 
 def exception_remedies(facts: Mapping[str, Any], failure: Failure) -> Tuple[Remedy, ...]:
     """The first step for each kind of failure, in the words of the interpreter the command ran."""
-    python = target_python(facts)
+    python = view_of(facts, TargetView).executable
     top = failure.named.split(".")[0]
     if failure.kind == "circular-import":
         finds = f'import importlib.util; print(importlib.util.find_spec("{top}").origin)'

@@ -8,17 +8,23 @@ from typing import Any, Callable, Iterable, List, Mapping, Tuple
 
 from envdoctor.checks import Check
 from envdoctor.checks.subjects import absence
+from envdoctor.facts import CachedFacts, Unrecorded, section
 from envdoctor.model import NOT_RECORDED, CheckRun, CheckStatus, Finding, Remedy, Severity
+
+
+def skip_reason(unrecorded: Unrecorded) -> str:
+    """A required section the facts lack, in the words of `check`'s skipped checks."""
+    if unrecorded.failure is None:
+        return NOT_RECORDED.format(unrecorded.section)
+    return f"{unrecorded.section} facts could not be gathered: {unrecorded.failure}"
 
 
 def missing_facts(check: Check, facts: Mapping[str, Any]) -> str:
     """Why the check cannot be judged from these facts, or "" when it can."""
-    for section in check.requires:
-        value = facts.get(section)
-        if value is None:
-            return NOT_RECORDED.format(section)
-        if isinstance(value, Mapping) and "error" in value:
-            return f"{section} facts could not be gathered: {value['error']}"
+    for name in check.requires:
+        found = section(facts, name)
+        if isinstance(found, Unrecorded):
+            return skip_reason(found)
     return ""
 
 
@@ -64,8 +70,9 @@ def run_checks(checks: Iterable[Check], facts: Mapping[str, Any]) -> Tuple[List[
     """Every check's findings (most severe first) and the record of each check's run."""
     findings: List[Finding] = []
     runs: List[CheckRun] = []
+    views = CachedFacts(facts)  # every check reads the same views, built once
     for check in checks:
-        found, run = run_one(check, facts)
+        found, run = run_one(check, views)
         findings.extend(found)
         runs.append(run)
     findings.sort(key=lambda f: -f.severity.rank)

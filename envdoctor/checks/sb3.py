@@ -10,8 +10,9 @@ from pathlib import PurePath
 from typing import Any, Iterable, List, Mapping
 
 from envdoctor.checks import check
-from envdoctor.checks.wheels import installer_command
-from envdoctor.model import PYTHON, Finding, Remedy, Severity
+from envdoctor.facts import view_of
+from envdoctor.facts.target import TargetView
+from envdoctor.model import Finding, PYTHON, Remedy, Severity
 from envdoctor.sb3 import advice, verdicts
 from envdoctor.sb3.schedules import SCHEDULE_KEYS
 
@@ -166,7 +167,7 @@ def missing_module(facts: Mapping[str, Any]) -> Iterable[Finding]:
         installable = [PIP_NAMES[t] for t in tops if t in PIP_NAMES]
         steps = list(remedies(model, keys))
         if installable:
-            steps.append(Remedy("Install what the file needs:", installer_command(facts, "install", installable)))
+            steps.append(Remedy("Install what the file needs:", view_of(facts, TargetView).installer_command("install", installable)))
         others = [t for t in tops if t not in PIP_NAMES]
         if others:
             steps.append(Remedy(f"Make {', '.join(others)} importable (the code that defined the pickled objects must be on PYTHONPATH)."))

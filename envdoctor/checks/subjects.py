@@ -12,7 +12,9 @@ from typing import Any, Callable, Dict, Mapping
 
 from packaging.utils import canonicalize_name
 
-from envdoctor.checks.facts import distributions
+from envdoctor.facts import view_of
+from envdoctor.facts.target import TargetView
+
 
 def recorded(facts: Mapping[str, Any], section: str, key: str) -> bool:
     """Whether the section holds `key`, so an absence in it is a fact rather than a gap in the facts."""
@@ -21,7 +23,7 @@ def recorded(facts: Mapping[str, Any], section: str, key: str) -> bool:
 
 
 def missing_distribution(facts: Mapping[str, Any], name: str) -> str:
-    if not recorded(facts, "target", "distributions") or name in distributions(facts):
+    if not recorded(facts, "target", "distributions") or name in view_of(facts, TargetView).distributions:
         return ""
     return f"{name} is not installed"
 
@@ -32,7 +34,7 @@ def torch_absent(facts: Mapping[str, Any]) -> str:
 
 def nvidia_wheels_absent(facts: Mapping[str, Any]) -> str:
     """The wheel checks judge torch's pins and the NVIDIA wheels beside it; with neither there is nothing."""
-    if any(canonicalize_name(name).startswith("nvidia-") for name in distributions(facts)):
+    if any(canonicalize_name(name).startswith("nvidia-") for name in view_of(facts, TargetView).distributions):
         return ""
     return torch_absent(facts)
 

@@ -1,31 +1,26 @@
-"""Thread checks: pools larger than the CPUs, a masked duplicate OpenMP runtime, OpenBLAS's thread cap.
+"""Thread checks: pools larger than the CPUs, two OpenMP runtimes in one process (or one masked), OpenBLAS's thread cap.
 
 When the probe reached its thread-pool stage, what it measured in the running process decides how bad
 an oversubscribing variable is (torch, OpenMP and MKL clamp to the usable CPUs; other libraries may not).
 Facts: knowledge notes §7 (SB3 docs on OMP_NUM_THREADS; Intel OpenMP "Error #15" text;
-OpenMathLib/OpenBLAS#539, #889 on the NUM_THREADS cap).
+OpenMathLib/OpenBLAS#539, #889 on the NUM_THREADS cap; threadpoolctl's multiple_openmp.md: libomp + libiomp
+is the crashing pair).
 """
 
 from __future__ import annotations
 
 import re
-from typing import Any, Dict, Iterable, Mapping, Optional, Tuple
+from typing import Any, Dict, Iterable, Mapping, Tuple
 
 from envdoctor.checks import check
-from envdoctor.checks.facts import distributions, usable_cpus, variables
+from envdoctor.facts import view_of
+from envdoctor.facts.cpu import CpuView
+from envdoctor.facts.environ import EnvironView, THREAD_VARIABLES, thread_count
+from envdoctor.facts.probe import probe_of
+from envdoctor.facts.target import TargetView
 from envdoctor.model import Finding, Remedy, Severity
-from envdoctor.probe.result import ProbeResult, StageStatus
+from envdoctor.probe.result import StageStatus
 
-THREAD_VARIABLES = (
-    "OMP_NUM_THREADS",
-    "MKL_NUM_THREADS",
-    "OPENBLAS_NUM_THREADS",
-    "NUMEXPR_NUM_THREADS",
-    "NUMEXPR_MAX_THREADS",
-    "VECLIB_MAXIMUM_THREADS",
-    "GOTO_NUM_THREADS",
-    "BLIS_NUM_THREADS",
-)
 TRUTHY = ("1", "true", "yes", "on")
 # OpenBLAS is compiled with a NUM_THREADS cap; common builds use 64 (and some 128 or 256).
 OPENBLAS_COMMON_CAP = 64
@@ -35,12 +30,6 @@ OPENBLAS_DISTRIBUTIONS = ("scipy-openblas64", "scipy-openblas32", "numpy", "scip
 PARALLEL_INFO_COUNTS = {"openmp": re.compile(r"omp_get_max_threads\(\) : (\d+)"), "mkl": re.compile(r"mkl_get_max_threads\(\) : (\d+)")}
 
 
-def thread_count(value: str) -> Optional[int]:
-    """The outermost thread count of a variable ("8" or OpenMP's nested "8,2"), None if unreadable."""
-    first = value.split(",")[0].strip()
-    return int(first) if first.isdigit() else None
-
-
 def export_lines(cpus: int) -> str:
     return " ".join(f"{name}={cpus}" for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"))
 
@@ -48,8 +37,8 @@ def export_lines(cpus: int) -> str:
 def measured_threads(facts: Mapping[str, Any]) -> Dict[str, int]:
     """The thread counts the probe's thread-pool stage saw in the running process: torch's own, OpenMP's
     and MKL's (from torch's parallel_info) and each library threadpoolctl found; {} without that stage."""
-    probe = facts.get("probe")
-    stage = ProbeResult.from_json(probe).stage("thread_pools") if probe else None
+    probe = probe_of(facts)
+    stage = probe.stage("thread_pools") if probe else None
     if stage is None or stage.status is not StageStatus.PASSED:
         return {}
     details = stage.details if isinstance(stage.details, Mapping) else {}
@@ -93,8 +82,8 @@ def oversubscription_verdict(measured: Mapping[str, int], cpus: int) -> Tuple[Se
 
 @check("threads.oversubscribed", "Thread-pool variables above the CPUs this process may use", requires=("environ", "cpu"))
 def oversubscribed(facts: Mapping[str, Any]) -> Iterable[Finding]:
-    cpus = usable_cpus(facts)
-    env = variables(facts)
+    cpus = view_of(facts, CpuView).usable_cpus
+    env = view_of(facts, EnvironView).variables
     too_many = {n: env[n] for n in THREAD_VARIABLES if n in env and cpus and (thread_count(env[n]) or 0) > cpus}
     unreadable = {n: env[n] for n in THREAD_VARIABLES if n in env and thread_count(env[n]) is None}
     if too_many:
@@ -122,7 +111,7 @@ def oversubscribed(facts: Mapping[str, Any]) -> Iterable[Finding]:
 
 @check("threads.kmp-duplicate-lib-ok", "KMP_DUPLICATE_LIB_OK hides two OpenMP runtimes in one process", requires=("environ",))
 def kmp_duplicate_lib_ok(facts: Mapping[str, Any]) -> Iterable[Finding]:
-    value = variables(facts).get("KMP_DUPLICATE_LIB_OK")
+    value = view_of(facts, EnvironView).variables.get("KMP_DUPLICATE_LIB_OK")
     if value is None or value.strip().lower() not in TRUTHY:
         return
     yield Finding(
@@ -145,10 +134,10 @@ def kmp_duplicate_lib_ok(facts: Mapping[str, Any]) -> Iterable[Finding]:
 
 @check("threads.openblas-limit", "More CPUs than OpenBLAS's compiled thread cap", requires=("environ", "cpu", "target"))
 def openblas_limit(facts: Mapping[str, Any]) -> Iterable[Finding]:
-    cpus = usable_cpus(facts) or 0
-    if cpus <= OPENBLAS_COMMON_CAP or "OPENBLAS_NUM_THREADS" in variables(facts):
+    cpus = view_of(facts, CpuView).usable_cpus or 0
+    if cpus <= OPENBLAS_COMMON_CAP or "OPENBLAS_NUM_THREADS" in view_of(facts, EnvironView).variables:
         return
-    users = sorted(set(OPENBLAS_DISTRIBUTIONS) & set(distributions(facts)))
+    users = sorted(set(OPENBLAS_DISTRIBUTIONS) & set(view_of(facts, TargetView).distributions))
     if not users:
         return
     yield Finding(
@@ -168,8 +157,8 @@ def openblas_limit(facts: Mapping[str, Any]) -> Iterable[Finding]:
 
 @check("threads.unlimited", "No thread limit on a many-core machine", requires=("environ", "cpu"))
 def unlimited(facts: Mapping[str, Any]) -> Iterable[Finding]:
-    cpus = usable_cpus(facts) or 0
-    env = variables(facts)
+    cpus = view_of(facts, CpuView).usable_cpus or 0
+    env = view_of(facts, EnvironView).variables
     if cpus < MANY_CORES or any(name in env for name in THREAD_VARIABLES):
         return
     yield Finding(
@@ -183,4 +172,30 @@ def unlimited(facts: Mapping[str, Any]) -> Iterable[Finding]:
         evidence={"usable_cpus": cpus},
         remedies=(Remedy("For vectorised environments or parallel runs:", "export OMP_NUM_THREADS=1"),),
         references=("https://stable-baselines3.readthedocs.io/en/master/guide/migration.html",),
+    )
+
+
+@check("threads.multiple-openmp", "Two OpenMP runtimes loaded in one process", requires=("probe",))
+def multiple_openmp(facts: Mapping[str, Any]) -> Iterable[Finding]:
+    stage = probe_of(facts).stage("thread_pools")
+    runtimes = (stage.details.get("openmp_runtimes") if stage else None) or []
+    if len({r.get("filepath") for r in runtimes}) < 2:
+        return
+    prefixes = {r.get("prefix") for r in runtimes}
+    crashing_pair = {"libomp", "libiomp"} <= prefixes
+    yield Finding(
+        id="threads.multiple-openmp",
+        severity=Severity.ERROR if crashing_pair else Severity.WARNING,
+        title=f"{len(runtimes)} OpenMP runtimes are loaded in one process: {', '.join(sorted(p or '?' for p in prefixes))}",
+        explanation=(
+            "Intel OpenMP (libiomp) and LLVM OpenMP (libomp) together cause random crashes and deadlocks on Linux."
+            if crashing_pair
+            else "Two OpenMP runtimes each start their own thread pool; GNU and Intel OpenMP usually coexist, but threads oversubscribe."
+        ),
+        evidence={"runtimes": [r.get("filepath") for r in runtimes]},
+        remedies=(
+            Remedy("Make MKL use GNU OpenMP:", "export MKL_THREADING_LAYER=GNU"),
+            Remedy("Or keep one runtime: install numpy/scipy from PyPI or conda-forge (OpenBLAS) instead of MKL builds."),
+        ),
+        references=("https://github.com/joblib/threadpoolctl/blob/master/multiple_openmp.md",),
     )

@@ -11,60 +11,30 @@ from __future__ import annotations
 import re
 import shlex
 from dataclasses import dataclass
-from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Iterable, List, Mapping, Optional, Tuple
 
-from packaging.markers import default_environment
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.version import Version
 
 from envdoctor.checks import check
-from envdoctor.checks.facts import distributions, normalize, parse_version
+from envdoctor.facts import view_of
+from envdoctor.facts.probe import probe_of
+from envdoctor.facts.requirements import applies
+from envdoctor.facts.target import TargetView, normalize, parse_version
 from envdoctor.knowledge import wheels
 from envdoctor.model import Finding, Remedy, Severity
-from envdoctor.probe.result import ProbeResult, StageStatus
+from envdoctor.probe.result import StageStatus
 
 CUDA_REQUIREMENT = re.compile(r"^\s*(nvidia[-_.]|cuda[-_.]toolkit|cuda[-_.]bindings)", re.I)
 LOWER_BOUND_OPERATORS = ("==", "===", ">=", ">", "~=")
 
 
-@dataclass(frozen=True)
-class TorchBuild:
-    """The installed torch: its distribution version, torch/version.py's view, and the CUDA it targets."""
-
-    version: str
-    build_version: str
-    cuda: Optional[str]
-    hip: Optional[str]
-
-    @property
-    def is_cpu(self) -> bool:
-        return not self.cuda and not self.hip
-
-
-def torch_build(facts: Mapping[str, Any]) -> Optional[TorchBuild]:
-    build = facts.get("target", {}).get("torch_build")
-    dist = distributions(facts).get("torch")
-    if not build or not dist:
-        return None
-    return TorchBuild(dist["version"], build.get("version") or dist["version"], build.get("cuda") or None, build.get("hip") or None)
-
-
-def families(facts: Mapping[str, Any]) -> Dict[str, List[dict]]:
-    """Installed NVIDIA CUDA wheels by family ("cu12": [dist, ...]), in name order."""
-    grouped: Dict[str, List[dict]] = {}
-    for name, dist in sorted(distributions(facts).items()):
-        family = wheels.cuda_family(name, dist["version"])
-        if family:
-            grouped.setdefault(family, []).append(dist)
-    return grouped
-
-
 def cpu_torch_probed_fine(facts: Mapping[str, Any]) -> Optional[str]:
     """Why CUDA wheels are inert here, or None: torch is a CPU-only build and the probe passed with them installed."""
-    build = torch_build(facts)
-    if build is None or build.cuda or build.hip or not facts.get("probe"):
+    build = view_of(facts, TargetView).torch_build
+    probe = None if build is None or build.cuda or build.hip else probe_of(facts)
+    if probe is None:
         return None
-    probe = ProbeResult.from_json(facts["probe"])
     torch = probe.stage("import_torch")
     if probe.failures or torch is None or torch.status is not StageStatus.PASSED:
         return None
@@ -74,40 +44,6 @@ def cpu_torch_probed_fine(facts: Mapping[str, Any]) -> Optional[str]:
 
 def pinned(dist: Mapping[str, Any]) -> str:
     return f"{dist['name']}=={dist['version']}"
-
-
-def target_python(facts: Mapping[str, Any]) -> str:
-    return facts.get("target", {}).get("python", {}).get("executable") or "python"
-
-
-def installer_command(facts: Mapping[str, Any], verb: str, args: Sequence[str]) -> str:
-    """The exact command that runs pip `verb` for the diagnosed interpreter (uv's pip where it has no pip)."""
-    target = facts.get("target", {})
-    python = target_python(facts)
-    installers = target.get("installers", {})
-    quoted = " ".join(shlex.quote(a) for a in args)
-    if not installers.get("pip") and installers.get("uv"):
-        return f"{shlex.quote(installers['uv'])} pip {verb} --python {shlex.quote(python)} {quoted}"
-    flag = " -y" if verb == "uninstall" else ""
-    return f"{shlex.quote(python)} -m pip {verb}{flag} {quoted}"
-
-
-def marker_environment(facts: Mapping[str, Any]) -> Dict[str, str]:
-    """PEP 508 marker values of the diagnosed interpreter, so its requirements are read as pip reads them."""
-    python = facts.get("target", {}).get("python", {})
-    environment = dict(default_environment())
-    info = python.get("version_info") or []
-    if len(info) >= 2:
-        environment["python_version"] = f"{info[0]}.{info[1]}"
-        environment["python_full_version"] = python.get("version", environment["python_full_version"])
-    platform = python.get("platform", "")
-    if platform:
-        environment["sys_platform"] = platform
-        environment["platform_system"] = {"linux": "Linux", "win32": "Windows", "darwin": "Darwin"}.get(platform, platform)
-    if python.get("machine"):
-        environment["platform_machine"] = python["machine"]
-    environment["extra"] = ""
-    return environment
 
 
 def requirements(dist: Mapping[str, Any], environment: Mapping[str, str], wanted: "re.Pattern[str]", extras: Iterable[str] = ()) -> List[Requirement]:
@@ -123,17 +59,6 @@ def requirements(dist: Mapping[str, Any], environment: Mapping[str, str], wanted
         if applies(requirement, environment, extras):
             found.append(requirement)
     return found
-
-
-def applies(requirement: Requirement, environment: Mapping[str, str], extras: Iterable[str] = ()) -> bool:
-    """Whether the requirement's marker holds for `environment`, without an extra or with one of
-    `extras`; a marker that cannot be evaluated (an undefined comparison) holds for no one."""
-    if requirement.marker is None:
-        return True
-    try:
-        return any(requirement.marker.evaluate({**environment, "extra": extra}) for extra in ("", *extras))
-    except ValueError:
-        return False
 
 
 def below_requirement(requirement: Requirement, installed: Version) -> bool:
@@ -165,8 +90,8 @@ class PinProblem:
 
 def torch_cuda_pins(facts: Mapping[str, Any]) -> List[Requirement]:
     """torch's CUDA requirements, with cuda-toolkit's extras expanded through its installed metadata."""
-    installed = distributions(facts)
-    environment = marker_environment(facts)
+    installed = view_of(facts, TargetView).distributions
+    environment = view_of(facts, TargetView).marker_environment()
     torch = installed.get("torch")
     if torch is None:
         return []
@@ -180,7 +105,7 @@ def torch_cuda_pins(facts: Mapping[str, Any]) -> List[Requirement]:
 
 
 def pin_problems(facts: Mapping[str, Any]) -> List[PinProblem]:
-    installed = distributions(facts)
+    installed = view_of(facts, TargetView).distributions
     problems = []
     for requirement in torch_cuda_pins(facts):
         dist = installed.get(normalize(requirement.name))
@@ -204,7 +129,7 @@ def planned_fix(facts: Mapping[str, Any]) -> Remedy:
     --apply records the environment first, verifies the result and rolls back on failure."""
     return Remedy(
         "Or let envdoctor plan the removal (it keeps any family another installed package requires); add --apply to carry it out, recorded and reversible:",
-        f"envdoctor fix --mixed-wheels --python {shlex.quote(target_python(facts))}",
+        f"envdoctor fix --mixed-wheels --python {shlex.quote(view_of(facts, TargetView).executable)}",
     )
 
 
@@ -212,22 +137,22 @@ def mixed_family_remedies(facts, grouped, needed: Optional[str]) -> Tuple[Remedy
     if needed in grouped:
         strays = [d["name"] for family, dists in grouped.items() if family != needed for d in dists]
         return (
-            Remedy(f"Uninstall the wheels of the families torch does not use (it needs {needed}):", installer_command(facts, "uninstall", strays)),
+            Remedy(f"Uninstall the wheels of the families torch does not use (it needs {needed}):", view_of(facts, TargetView).installer_command("uninstall", strays)),
             Remedy("Then check again; a package that needs the other family (TensorFlow, onnxruntime-gpu, bitsandbytes) belongs in its own virtual environment."),
             planned_fix(facts),
         )
     return tuple(
-        Remedy(f"To keep only {keep}, uninstall the others:", installer_command(facts, "uninstall", [d["name"] for f, ds in grouped.items() if f != keep for d in ds]))
+        Remedy(f"To keep only {keep}, uninstall the others:", view_of(facts, TargetView).installer_command("uninstall", [d["name"] for f, ds in grouped.items() if f != keep for d in ds]))
         for keep in grouped
     ) + (planned_fix(facts),)
 
 
 @check("wheels.mixed-cuda-families", "NVIDIA CUDA wheels of more than one CUDA family in one environment", requires=("target",))
 def mixed_cuda_families(facts: Mapping[str, Any]) -> Iterable[Finding]:
-    grouped = families(facts)
+    grouped = view_of(facts, TargetView).families
     if len(grouped) < 2:
         return
-    build = torch_build(facts)
+    build = view_of(facts, TargetView).torch_build
     needed = wheels.torch_family(build.cuda) if build else None
     reason = f"torch {build.build_version} needs {needed}" if needed else "No CUDA build of torch is installed to say which one is needed"
     unused = cpu_torch_probed_fine(facts)
@@ -254,7 +179,7 @@ def torch_pins(facts: Mapping[str, Any]) -> Iterable[Finding]:
         return
     severity = max((p.severity for p in problems), key=lambda s: s.rank)
     missing = [p for p in problems if p.installed is None]
-    build = torch_build(facts)
+    build = view_of(facts, TargetView).torch_build
     yield Finding(
         id="wheels.torch-pins",
         severity=severity,
@@ -268,6 +193,6 @@ def torch_pins(facts: Mapping[str, Any]) -> Iterable[Finding]:
             + "An older cuDNN or cuBLAS than torch was built with fails its version check or crashes; a newer one usually works."
         ),
         evidence={"mismatches": [p.describe() for p in problems]},
-        remedies=(Remedy("Install the versions torch pins:", installer_command(facts, "install", [requirement_text(p.requirement) for p in problems])),),
+        remedies=(Remedy("Install the versions torch pins:", view_of(facts, TargetView).installer_command("install", [requirement_text(p.requirement) for p in problems])),),
         references=("https://github.com/pytorch/pytorch/issues/104808",),
     )

@@ -1,67 +1,21 @@
 """WSL checks: WSL1 cannot run CUDA; WSL2 runs it through the Windows driver only.
 
 Markers and rules: knowledge notes §5 (microsoft/WSL#423, #4555, #8447, #8587; NVIDIA CUDA on WSL
-user guide). Custom WSL2 kernels can carry any release string (sindresorhus/is-wsl#13), so the kind is
-judged from every marker together.
+user guide); which kind this is the system view says (facts/system.py).
 """
 
 from __future__ import annotations
 
 import shlex
-from typing import Any, Iterable, Mapping, Optional
+from typing import Any, Iterable, Mapping
 
 from envdoctor.checks import check
+from envdoctor.facts import view_of
+from envdoctor.facts.system import SystemView
 from envdoctor.model import POWERSHELL, PYTHON, Finding, Remedy, Severity
 
 WSL_GUIDE = "https://docs.nvidia.com/cuda/wsl-user-guide/index.html"
-# Only a WSL kernel or a WSL filesystem makes a WSL verdict: the variables travel with copied
-# environments and into containers started from a WSL shell, whatever kernel runs them.
-KERNEL_WORDS = ("microsoft", "wsl")
-FILESYSTEM_MARKERS = ("/usr/lib/wsl", "/usr/lib/wsl/lib", "/run/WSL", "/proc/sys/fs/binfmt_misc/WSLInterop", "/dev/dxg")
-VARIABLE_MARKERS = ("WSL_DISTRO_NAME", "WSL_INTEROP")
-WSL2_ONLY_MARKERS = ("WSL_INTEROP", "/dev/dxg", "/usr/lib/wsl", "/usr/lib/wsl/lib", "/run/WSL")
-
-
-def kernel_says_wsl(system: Mapping[str, Any]) -> bool:
-    texts = (system.get("kernel_release", ""), system.get("proc_version", ""))
-    return any(word in text.lower() for text in texts for word in KERNEL_WORDS)
-
-
-def filesystem_says_wsl(system: Mapping[str, Any]) -> bool:
-    markers = system.get("wsl_markers", {})
-    return any(markers.get(marker) for marker in FILESYSTEM_MARKERS)
-
-
-def wsl_kind(system: Mapping[str, Any]) -> Optional[str]:
-    """"wsl1", "wsl2" or None, from the kernel release, /proc/version and the other markers."""
-    if not (kernel_says_wsl(system) or filesystem_says_wsl(system)):
-        return None
-    release = system.get("kernel_release", "")
-    markers = system.get("wsl_markers", {})
-    if "microsoft-standard" in release.lower() or "WSL2" in release:
-        return "wsl2"
-    if "Microsoft" in release:
-        return "wsl1"
-    if any(markers.get(m) for m in WSL2_ONLY_MARKERS):
-        return "wsl2"
-    # WSL1 always runs Microsoft's own kernel, so a WSL filesystem beside a foreign release means WSL2.
-    return "wsl1" if "Microsoft" in system.get("proc_version", "") else "wsl2"
-
-
-def wsl_variables(system: Mapping[str, Any]) -> list:
-    markers = system.get("wsl_markers", {})
-    return [name for name in VARIABLE_MARKERS if markers.get(name)]
-
-
-def is_custom_wsl2_kernel(system: Mapping[str, Any]) -> bool:
-    return "microsoft" not in system.get("kernel_release", "").lower()
-
-
-def seen_markers(system: Mapping[str, Any]) -> list:
-    return sorted(name for name, present in system.get("wsl_markers", {}).items() if present)
-
-
-def wsl1_finding(system: Mapping[str, Any]) -> Finding:
+def wsl1_finding(system: SystemView) -> Finding:
     return Finding(
         id="wsl.kernel",
         severity=Severity.ERROR,
@@ -70,7 +24,7 @@ def wsl1_finding(system: Mapping[str, Any]) -> Finding:
             "WSL1 translates Linux system calls and has no GPU paravirtualization; CUDA needs WSL2. "
             "Native libraries that probe the kernel also misbehave under WSL1's 4.4 compatibility kernel."
         ),
-        evidence={"kernel_release": system.get("kernel_release"), "markers": seen_markers(system)},
+        evidence={"kernel_release": system.kernel_release, "markers": system.seen_markers},
         remedies=(
             Remedy("In Windows PowerShell, convert this distribution to WSL2 (`wsl -l -v` lists their names):", "wsl --set-version <distro> 2", POWERSHELL),
             Remedy("Then install only the Windows NVIDIA driver; nothing driver-related inside Linux."),
@@ -79,10 +33,9 @@ def wsl1_finding(system: Mapping[str, Any]) -> Finding:
     )
 
 
-def wsl2_finding(system: Mapping[str, Any]) -> Finding:
-    markers = system.get("wsl_markers", {})
-    custom = is_custom_wsl2_kernel(system)
-    no_gpu_device = not markers.get("/dev/dxg")
+def wsl2_finding(system: SystemView) -> Finding:
+    custom = "microsoft" not in (system.kernel_release or "").lower()
+    no_gpu_device = not system.wsl_markers.get("/dev/dxg")
     advice = (
         "CUDA under WSL2 goes through the Windows driver, which projects libcuda.so.1 and nvidia-smi into "
         "/usr/lib/wsl/lib. Never install a Linux NVIDIA driver (or the `cuda`/`cuda-drivers` packages) "
@@ -98,7 +51,7 @@ def wsl2_finding(system: Mapping[str, Any]) -> Finding:
         severity=Severity.WARNING if no_gpu_device else Severity.INFO,
         title=f"Running under WSL2{' (custom kernel)' if custom else ''}: CUDA works through the Windows driver only",
         explanation=advice,
-        evidence={"kernel_release": system.get("kernel_release"), "markers": seen_markers(system)},
+        evidence={"kernel_release": system.kernel_release, "markers": system.seen_markers},
         remedies=(
             Remedy("Keep the Windows NVIDIA driver current; check it from Windows with nvidia-smi.exe."),
             Remedy("If CUDA runs out of memory with pinned buffers, disable pinning:", "DataLoader(..., pin_memory=False)", PYTHON),
@@ -109,19 +62,19 @@ def wsl2_finding(system: Mapping[str, Any]) -> Finding:
 
 @check("wsl.kernel", "WSL1 vs WSL2 and what each means for CUDA", requires=("system",))
 def wsl_kernel(facts: Mapping[str, Any]) -> Iterable[Finding]:
-    system = facts["system"]
-    kind = wsl_kind(system)
+    system = view_of(facts, SystemView)
+    kind = system.wsl_kind
     if kind == "wsl1":
         yield wsl1_finding(system)
     elif kind == "wsl2":
         yield wsl2_finding(system)
-    elif wsl_variables(system):
+    elif system.wsl_variables:
         yield copied_variables_note(system)
 
 
-def copied_variables_note(system: Mapping[str, Any]) -> Finding:
+def copied_variables_note(system: SystemView) -> Finding:
     """WSL's variables without its kernel or filesystem: they came along, WSL did not."""
-    names = wsl_variables(system)
+    names = system.wsl_variables
     return Finding(
         id="wsl.kernel",
         severity=Severity.INFO,
@@ -132,16 +85,16 @@ def copied_variables_note(system: Mapping[str, Any]) -> Finding:
             "binfmt entry) is WSL's. They came with a copied environment or a container started from a WSL shell; "
             "this machine is judged as native Linux."
         ),
-        evidence={"variables": names, "kernel_release": system.get("kernel_release"), "proc_version": system.get("proc_version")},
+        evidence={"variables": names, "kernel_release": system.kernel_release, "proc_version": system.proc_version},
         remedies=(Remedy("If nothing here runs under WSL, drop them:", f"unset {' '.join(names)}"),),
     )
 
 
 @check("wsl.linux-driver-inside", "A Linux NVIDIA driver installed inside WSL2", requires=("system",))
 def linux_driver_inside(facts: Mapping[str, Any]) -> Iterable[Finding]:
-    system = facts["system"]
-    libraries = system.get("libcuda_outside_wsl", [])
-    if wsl_kind(system) != "wsl2" or not libraries:
+    system = view_of(facts, SystemView)
+    libraries = list(system.libcuda_outside_wsl)
+    if system.wsl_kind != "wsl2" or not libraries:
         return
     yield Finding(
         id="wsl.linux-driver-inside",

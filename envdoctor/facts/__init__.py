@@ -101,15 +101,13 @@ def read(facts: RawFacts, kind: Type[View]) -> Union[View, Unrecorded]:
     return facts.view(kind) if isinstance(facts, CachedFacts) else build(facts, kind)
 
 
-def require(facts: RawFacts, kind: Type[View]) -> View:
-    """The view a check's `requires` promised; a section of the wrong shape raises UnusableFacts."""
+def view_of(facts: RawFacts, kind: Type[View]) -> View:
+    """The view as a check or a planner reads it: the view of an empty section where the section is
+    missing or its collector failed (what `requires` does not promise is read as absent); a section of
+    the wrong shape raises UnusableFacts, which the runner shows as the check's crash."""
     found = read(facts, kind)
-    if isinstance(found, Unrecorded):
+    if not isinstance(found, Unrecorded):
+        return found
+    if found.shape:
         raise UnusableFacts(found.reason)
-    return found
-
-
-def optional(facts: RawFacts, kind: Type[View]) -> View:
-    """The view, or the view of an empty section where the facts do not record a usable one."""
-    found = read(facts, kind)
-    return kind.from_json({}) if isinstance(found, Unrecorded) else found  # type: ignore[attr-defined]
+    return kind.from_json({})  # type: ignore[attr-defined]

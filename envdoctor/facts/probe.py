@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Union
+from typing import Any, Mapping, Optional, Union
 
-from envdoctor.facts import Unrecorded, shaped
+from envdoctor.facts import RawFacts, Unrecorded, UnusableFacts, read, shaped
 from envdoctor.probe.result import ProbeResult
 
 
@@ -15,4 +15,17 @@ class Probe:
 
     @staticmethod
     def from_json(section: Mapping[str, Any]) -> Union[ProbeResult, Unrecorded]:
+        if not section:
+            return Unrecorded("no probe facts in the report", Probe.SECTION)
         return shaped(Probe.SECTION, lambda: ProbeResult.from_json(section))
+
+
+def probe_of(facts: RawFacts) -> Optional[ProbeResult]:
+    """The recorded probe, or None where none ran; a probe of the wrong shape raises UnusableFacts,
+    which the runner shows as the check's crash."""
+    found = read(facts, Probe)
+    if not isinstance(found, Unrecorded):
+        return found
+    if found.shape:
+        raise UnusableFacts(found.reason)
+    return None

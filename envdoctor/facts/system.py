@@ -34,8 +34,8 @@ class SystemView:
     SECTION = "system"
     os: Optional[str] = None
     machine: Optional[str] = None
-    kernel_release: str = ""
-    proc_version: str = ""
+    kernel_release: Optional[str] = None
+    proc_version: Optional[str] = None
     glibc: Optional[str] = None
     distro: Mapping[str, Any] = field(default_factory=dict)
     container: Mapping[str, Any] = field(default_factory=dict)
@@ -47,8 +47,8 @@ class SystemView:
         return shaped(cls.SECTION, lambda: cls(
             os=expect(section.get("os"), (str, type(None))),
             machine=expect(section.get("machine"), (str, type(None))),
-            kernel_release=expect(section.get("kernel_release"), str, ""),
-            proc_version=expect(section.get("proc_version"), str, ""),
+            kernel_release=expect(section.get("kernel_release"), (str, type(None))),
+            proc_version=expect(section.get("proc_version"), (str, type(None))),
             glibc=expect(section.get("glibc"), (str, type(None))),
             distro=expect(section.get("distro"), Mapping, {}),
             container=container_markers(section.get("container")),
@@ -63,7 +63,7 @@ class SystemView:
 
     @property
     def kernel_says_wsl(self) -> bool:
-        texts = (self.kernel_release, self.proc_version)
+        texts = (self.kernel_release or "", self.proc_version or "")
         return any(word in text.lower() for text in texts for word in KERNEL_WORDS)
 
     @property
@@ -75,7 +75,7 @@ class SystemView:
         """"wsl1", "wsl2" or None, from the kernel release, /proc/version and the other markers."""
         if not (self.kernel_says_wsl or self.filesystem_says_wsl):
             return None
-        release = self.kernel_release
+        release = self.kernel_release or ""
         if "microsoft-standard" in release.lower() or "WSL2" in release:
             return "wsl2"
         if "Microsoft" in release:
@@ -83,7 +83,7 @@ class SystemView:
         if any(self.wsl_markers.get(m) for m in WSL2_ONLY_MARKERS):
             return "wsl2"
         # WSL1 always runs Microsoft's own kernel, so a WSL filesystem beside a foreign release means WSL2.
-        return "wsl1" if "Microsoft" in self.proc_version else "wsl2"
+        return "wsl1" if "Microsoft" in (self.proc_version or "") else "wsl2"
 
     @property
     def wsl_variables(self) -> List[str]:

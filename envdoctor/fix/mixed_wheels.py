@@ -12,7 +12,6 @@ from typing import Any, Mapping
 
 from envdoctor.fix.installer import Installer
 from envdoctor.fix.plan import Expectation, Plan, Step, StepKind, StepStatus
-from envdoctor.checks.facts import distributions
 from envdoctor.fix.requires import families_installed, families_needed, target
 from envdoctor.fix.verify import import_torch_argv
 from envdoctor.knowledge.wheels import torch_family
@@ -21,8 +20,7 @@ from envdoctor.knowledge.wheels import torch_family
 def needed_families(facts: Mapping[str, Any]) -> dict:
     """Family -> who needs it: the families of installed packages' requirements, plus torch's build."""
     needed = {family: list(names) for family, names in families_needed(facts).items()}
-    build = target(facts).get("torch_build") or {}
-    family = torch_family(build.get("cuda"))
+    family = torch_family(target(facts).torch_facts.get("cuda"))
     if family and "torch" not in needed.setdefault(family, []):
         needed[family].append("torch")
     return needed
@@ -35,7 +33,7 @@ def plan_mixed_wheels(facts: Mapping[str, Any], installer: Installer) -> Plan:
     drop = [f for f in present if f not in needed]
     keep = [f for f in present if f in needed]
     names = sorted(n for f in drop for n in present[f])
-    build = target(facts).get("torch_build") or {}
+    build = target(facts).torch_facts
     torch_desc = f"torch {build['version']}" if build.get("version") else "no torch"
     if len(present) < 2:
         reason = f"only {', '.join(present)} NVIDIA wheels are installed: nothing is mixed" if present else "no NVIDIA CUDA wheels are installed"
@@ -51,7 +49,7 @@ def plan_mixed_wheels(facts: Mapping[str, Any], installer: Installer) -> Plan:
             f"{torch_desc} and the other installed packages need {kept}; the {', '.join(drop)} libraries would only be mixed in",
             argv=installer.uninstall(names),
         )
-    has_torch = "torch" in distributions(facts)
+    has_torch = "torch" in target(facts).distributions
     verify = Step(
         StepKind.VERIFY,
         "Check that torch still imports",

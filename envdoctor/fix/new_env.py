@@ -37,7 +37,7 @@ def choose(facts: Mapping[str, Any], cuda: str, named: Optional[TorchRelease]) -
 
 
 def folder_for(facts: Mapping[str, Any], cuda: str) -> str:
-    python = target(facts).get("python", {})
+    python = target(facts).python
     prefix = python.get("prefix")
     if python.get("is_venv") and prefix:
         return f"{prefix}-{variant_tag(cuda)}"
@@ -109,7 +109,7 @@ def plan_new_environment(
     return Plan(
         action="pin-cuda",
         title=f"Pin torch to CUDA {cuda} in a new environment (torch {release.torch}+{variant_tag(cuda)})",
-        python=target(facts).get("python", {}).get("executable", ""),
+        python=target(facts).python.get("executable", ""),
         installer="pip",
         steps=steps,
         refusal=refusal,

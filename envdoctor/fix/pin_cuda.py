@@ -18,14 +18,15 @@ import re
 from dataclasses import dataclass, replace
 from typing import Any, List, Mapping, Optional, Sequence, Tuple
 
-from envdoctor.checks import conda
-from envdoctor.checks.cuda import host_os
 from envdoctor.errors import UsageError
+from envdoctor.facts import Unrecorded, read, view_of
+from envdoctor.facts.conda import CondaView, shown
+from envdoctor.facts.gpu import GpuView
+from envdoctor.facts.target import normalize
 from envdoctor.fix.installer import Installer
 from envdoctor.fix.new_env import choose, plan_new_environment
 from envdoctor.fix.plan import Expectation, Plan, Step, StepKind, StepStatus
-from envdoctor.checks.facts import distributions, normalize
-from envdoctor.fix.requires import families_installed, families_needed, pinning_other_torch, python_minor, target
+from envdoctor.fix.requires import families_installed, families_needed, pinning_other_torch, target
 from envdoctor.fix.verify import import_torch_argv
 from envdoctor.knowledge import arches, drivers
 from envdoctor.knowledge.conda import CondaBuild, builds, builds_for
@@ -34,6 +35,7 @@ from envdoctor.knowledge.torch_matrix import TorchRelease, find, install_args, r
 from envdoctor.knowledge.wheels import torch_family
 
 CUDA_VERSION = re.compile(r"^\d+\.\d+$")
+UNKNOWN_MINOR = "0.0"  # how a plan names the Python of a report that does not record it
 COMPANIONS = ("torchvision", "torchaudio")
 
 
@@ -45,6 +47,11 @@ class Request:
     torch: Optional[str] = None
     with_packages: Tuple[str, ...] = ()
     force: bool = False
+
+
+def conda_of(facts: Mapping[str, Any]) -> CondaView:
+    """The conda view the planners read (an empty one where the facts have none)."""
+    return view_of(facts, CondaView)
 
 
 def known_variants() -> List[str]:
@@ -72,15 +79,16 @@ def validate(request: Request) -> Optional[TorchRelease]:
 
 def driver_verdict(facts: Mapping[str, Any], cuda: str) -> Tuple[Optional[str], Optional[str]]:
     """(refusal, note) about whether the installed driver runs CUDA `cuda`."""
-    gpu = facts.get("gpu") or {}
-    driver = (gpu.get("driver") or {}).get("version")
-    least = drivers.minimum_driver(cuda, host_os(facts))
+    gpu = read(facts, GpuView)
+    driver = None if isinstance(gpu, Unrecorded) else gpu.driver_version
+    host_os = target(facts).host_os
+    least = drivers.minimum_driver(cuda, host_os)
     if not driver:
-        why = gpu.get("reason") or gpu.get("error") or "no driver facts"
+        why = (gpu.failure if isinstance(gpu, Unrecorded) else gpu.reason) or "no driver facts"
         return None, f"driver unknown ({why}): CUDA {cuda} wheels need driver ≥ {least or 'unknown'}; not checked"
-    if drivers.driver_satisfies(driver, cuda, host_os(facts)):
+    if drivers.driver_satisfies(driver, cuda, host_os):
         return None, f"driver {driver} runs CUDA {cuda} (needs ≥ {least})"
-    runnable = [v for v in known_variants() if drivers.driver_satisfies(driver, v, host_os(facts))]
+    runnable = [v for v in known_variants() if drivers.driver_satisfies(driver, v, host_os)]
     older = f" (--pin-cuda {runnable[-1]} runs on it)" if runnable else ""
     return f"driver {driver} is too old for CUDA {cuda}: it needs driver ≥ {least}; update the driver or pin an older CUDA{older}", None
 
@@ -99,7 +107,7 @@ def arch_verdict(facts: Mapping[str, Any], release: TorchRelease, cuda: str) -> 
     tag, notes = variant_tag(cuda), []
     if arches.arch_list(tag, release.torch) is None:
         return None, (f"no architecture list known for torch {release.torch}+{tag}; GPU support not checked",)
-    for gpu in (facts.get("gpu") or {}).get("gpus", ()):
+    for gpu in view_of(facts, GpuView).recorded_gpus:
         capability = gpu.get("compute_capability")
         if not capability:
             continue
@@ -108,14 +116,14 @@ def arch_verdict(facts: Mapping[str, Any], release: TorchRelease, cuda: str) -> 
             return f"{gpu.get('name')} (compute capability {capability}) has no kernels in torch {release.torch}+{tag}; {builds_with(capability, release)}", ()
         if support == arches.PTX:
             row = drivers.requirement(cuda)
-            toolkit = row.toolkit(host_os(facts)) if row else "unknown"
+            toolkit = row.toolkit(target(facts).host_os) if row else "unknown"
             notes.append(f"{gpu.get('name')} (compute capability {capability}) runs torch {release.torch}+{tag} only through PTX JIT, which needs driver ≥ {toolkit}")
     return None, tuple(notes)
 
 
 def choose_release(facts: Mapping[str, Any], request: Request, named: Optional[TorchRelease]) -> Optional[TorchRelease]:
     """The newest release with a cuXY build for the target's Python (or the named one if it fits)."""
-    minor = python_minor(facts)
+    minor = target(facts).python_minor or UNKNOWN_MINOR
     candidates = [named] if named else [r for r in releases() if request.cuda in r.cuda]
     fitting = [r for r in candidates if minor in r.python]
     return fitting[-1] if fitting else None
@@ -123,13 +131,13 @@ def choose_release(facts: Mapping[str, Any], request: Request, named: Optional[T
 
 def packages_for(facts: Mapping[str, Any], release: TorchRelease, request: Request) -> Tuple[List[str], List[str]]:
     """torch plus the companions that are installed or asked for, and those the release has no version of."""
-    present = distributions(facts)
+    present = target(facts).distributions
     wanted = [n for n in COMPANIONS if n in present or n in request.with_packages]
     return ["torch", *(n for n in wanted if release.companion(n))], [n for n in wanted if not release.companion(n)]
 
 
 def keep_step(facts: Mapping[str, Any], name: str, release: TorchRelease) -> Step:
-    version = distributions(facts).get(name, {}).get("version", "(not installed)")
+    version = target(facts).distributions.get(name, {}).get("version", "(not installed)")
     return Step(StepKind.INSTALL, f"Keep {name} {version}", f"no {name} was released for torch {release.torch}; it does not pin torch", StepStatus.SKIPPED)
 
 
@@ -142,7 +150,7 @@ def uninstall_step(installer: Installer, names: Sequence[str], summary: str, rea
 def install_step(facts: Mapping[str, Any], installer: Installer, release: TorchRelease, cuda: str, packages: Sequence[str], why: str) -> Step:
     args = install_args(release, cuda, packages)
     pins = [a for a in args if "==" in a]
-    present = distributions(facts)
+    present = target(facts).distributions
     if all(present.get(pin.split("==")[0], {}).get("version") == pin.split("==")[1] for pin in pins):
         return Step(StepKind.INSTALL, f"Install {' '.join(pins)}", "already installed at exactly these versions", StepStatus.SKIPPED)
     return Step(StepKind.INSTALL, f"Install {' '.join(pins)}", why, argv=installer.install(args))
@@ -175,7 +183,7 @@ def hardware_verdict(facts: Mapping[str, Any], release: TorchRelease, request: R
 
 def same_variant_note(facts: Mapping[str, Any], release: TorchRelease, cuda: str) -> Tuple[str, ...]:
     """When the installed torch already is a build for this CUDA, say how to keep its version."""
-    build = target(facts).get("torch_build") or {}
+    build = target(facts).torch_facts
     version, built_for = build.get("version") or "", build.get("cuda") or ""
     installed_release = find(version) if version else None
     if built_for != cuda or installed_release is None or installed_release.torch == release.torch:
@@ -187,8 +195,8 @@ def plan_new_environment_for(facts: Mapping[str, Any], request: Request, named: 
     """No build for the asked CUDA fits the target's Python: plan a separate environment instead."""
     release, python = choose(facts, request.cuda, named)
     refusal, notes = hardware_verdict(facts, release, request)
-    packages = ["torch", *(n for n in COMPANIONS if n in distributions(facts) or n in request.with_packages)]
-    tag, minor = variant_tag(request.cuda), python_minor(facts)
+    packages = ["torch", *(n for n in COMPANIONS if n in target(facts).distributions or n in request.with_packages)]
+    tag, minor = variant_tag(request.cuda), target(facts).python_minor or UNKNOWN_MINOR
     no_fit = f"no torch build for CUDA {request.cuda} supports Python {minor} (torch {release.torch} {tag} wheels need Python {release.python[0]}–{release.python[-1]})"
     plan = plan_new_environment(facts, release, python, request.cuda, packages, no_fit, notes)
     # A driver or GPU that cannot run the build blocks the new environment as much as this one.
@@ -198,8 +206,8 @@ def plan_new_environment_for(facts: Mapping[str, Any], request: Request, named: 
 def conda_refusal(facts: Mapping[str, Any], request: Request, reason: str) -> Plan:
     return Plan(
         action="pin-cuda",
-        title=f"Pin torch to CUDA {request.cuda} in the conda environment {conda.environment(facts).get('prefix')}",
-        python=target(facts).get("python", {}).get("executable") or "python",
+        title=f"Pin torch to CUDA {request.cuda} in the conda environment {conda_of(facts).environment.get('prefix')}",
+        python=target(facts).executable,
         installer="conda",
         steps=(),
         refusal=reason,
@@ -208,13 +216,13 @@ def conda_refusal(facts: Mapping[str, Any], request: Request, reason: str) -> Pl
 
 def conda_build(facts: Mapping[str, Any], request: Request, named: Optional[TorchRelease]) -> Optional[CondaBuild]:
     """The newest conda build for the asked CUDA that fits the target's Python (of the named release if any)."""
-    fitting = [b for b in builds_for(request.cuda, python_minor(facts)) if named is None or b.torch == named.torch]
+    fitting = [b for b in builds_for(request.cuda, target(facts).python_minor or UNKNOWN_MINOR) if named is None or b.torch == named.torch]
     return fitting[-1] if fitting else None
 
 
 def pip_family_step(facts: Mapping[str, Any], installer: Installer, family: Optional[str]) -> Step:
     """pip's NVIDIA wheels of other families go with pip, which installed them, said in the step itself."""
-    stray = sorted(d["name"] for major, dists in conda.pip_cuda_majors(facts).items() if f"cu{major}" != family for d in dists)
+    stray = sorted(d["name"] for major, dists in conda_of(facts).pip_cuda_majors().items() if f"cu{major}" != family for d in dists)
     return uninstall_step(
         installer, stray,
         "Remove pip's NVIDIA wheels of other CUDA families, with pip, which installed them",
@@ -226,7 +234,7 @@ def pip_family_step(facts: Mapping[str, Any], installer: Installer, family: Opti
 def plan_conda_pin_cuda(facts: Mapping[str, Any], installer: Installer, request: Request, named: Optional[TorchRelease]) -> Plan:
     """The plan in conda's terms, for an environment whose torch conda installed."""
     build = conda_build(facts, request, named)
-    minor = python_minor(facts)
+    minor = target(facts).python_minor or UNKNOWN_MINOR
     if build is None:
         known = ", ".join(sorted({f"{b.torch}+cuda{b.cuda}" for b in builds()}))
         return conda_refusal(facts, request, (
@@ -235,14 +243,15 @@ def plan_conda_pin_cuda(facts: Mapping[str, Any], installer: Installer, request:
         ))
     release = find(build.torch)
     refusal, notes = hardware_verdict(facts, release, request)
-    present = set(distributions(facts)) | set(conda.records(facts))
+    conda = conda_of(facts)
+    present = set(target(facts).distributions) | set(conda.records)
     companions = [n for n in COMPANIONS if n in present or n in request.with_packages]
     args = conda_install_args(build, companions)
-    prefix = str(conda.environment(facts).get("prefix"))
+    prefix = str(conda.environment.get("prefix"))
     family = torch_family(request.cuda)
     steps = (
         pip_family_step(facts, installer, family),
-        Step(StepKind.INSTALL, f"Install {' '.join(a for a in args if '=' in a)} with conda", f"conda installed this torch; {build.source}", argv=(conda.manager(facts), "install", "-y", "-p", prefix, *args)),
+        Step(StepKind.INSTALL, f"Install {' '.join(a for a in args if '=' in a)} with conda", f"conda installed this torch; {build.source}", argv=(conda.manager, "install", "-y", "-p", prefix, *args)),
         Step(StepKind.VERIFY, f"Check that torch {build.torch} imports", "a fresh interpreter loads the new stack", argv=import_torch_argv(installer.python)),
     )
     return Plan(
@@ -259,13 +268,14 @@ def plan_conda_pin_cuda(facts: Mapping[str, Any], installer: Installer, request:
 
 def conda_installed_torch(facts: Mapping[str, Any], request: Request, installer: Installer, named: Optional[TorchRelease]) -> Optional[Plan]:
     """The conda plan, or a refusal when conda and pip both put a torch here; None where pip's plan applies."""
-    record = conda.conda_torch(facts)
+    conda = conda_of(facts)
+    record = conda.conda_torch
     if record is None:
         return None
-    pip_torches = [d for d in conda.all_distributions(facts) if normalize(str(d.get("name"))) == "torch" and conda.installed_by(facts, d) == "pip"]
+    pip_torches = [d for d in conda.all_distributions if normalize(str(d.get("name"))) == "torch" and conda.installed_by(d) == "pip"]
     if pip_torches:
         return conda_refusal(facts, request, (
-            f"torch is installed by conda ({conda.shown(record)}) and by pip (torch {pip_torches[0].get('version')}); "
+            f"torch is installed by conda ({shown(record)}) and by pip (torch {pip_torches[0].get('version')}); "
             "planning with either would mix the two installers: keep one first (see the conda.two-torches finding of envdoctor check)"
         ))
     return plan_conda_pin_cuda(facts, installer, request, named)
@@ -273,7 +283,7 @@ def conda_installed_torch(facts: Mapping[str, Any], request: Request, installer:
 
 def conda_cuda_note(facts: Mapping[str, Any]) -> Tuple[str, ...]:
     """In a conda environment pip plans for pip's torch only; what conda installed stays, and is said to."""
-    cuda_records = [conda.shown(r) for rs in conda.conda_cuda_majors(facts).values() for r in rs]
+    cuda_records = [shown(r) for rs in conda_of(facts).conda_cuda_majors().values() for r in rs]
     if not cuda_records:
         return ()
     return (f"conda installed CUDA packages here ({', '.join(cuda_records)}); this plan changes only what pip installed, and `envdoctor check` judges the two together (conda.mixed-cuda)",)
@@ -288,7 +298,7 @@ def plan_pin_cuda(facts: Mapping[str, Any], installer: Installer, request: Reque
     release = choose_release(facts, request, named)
     if release is None:
         return plan_new_environment_for(facts, request, named)
-    cuda, tag, minor = request.cuda, variant_tag(request.cuda), python_minor(facts)
+    cuda, tag, minor = request.cuda, variant_tag(request.cuda), target(facts).python_minor or UNKNOWN_MINOR
     refusal, notes = hardware_verdict(facts, release, request)
     family = torch_family(cuda)
     present_families = families_installed(facts)

@@ -1,6 +1,6 @@
 """Reading the target's installed distributions for planning: what each one requires, and of which CUDA family.
 
-Requirements are those in effect for the target (checks/requirements.py): markers evaluated for the
+Requirements are those in effect for the target (facts/requirements.py): markers evaluated for the
 target's Python, an extra's requirements only when that extra is asked for. Deciding what to remove
 also counts extras whose requirements are all installed (`pip install tensorflow[and-cuda]` leaves no
 other trace): keeping a wheel someone may use is the safe side there.
@@ -14,8 +14,9 @@ from packaging.requirements import Requirement
 from packaging.specifiers import SpecifierSet
 from packaging.version import InvalidVersion, Version
 
-from envdoctor.checks.facts import distributions, normalize
-from envdoctor.checks.requirements import requirements_in_effect
+from envdoctor.facts import view_of
+from envdoctor.facts.requirements import requirements_in_effect
+from envdoctor.facts.target import TargetView, normalize
 from envdoctor.knowledge.wheels import cuda_family
 
 INSTALLER_TOOLS = frozenset({"pip", "setuptools", "wheel", "distribute", "uv"})
@@ -23,13 +24,9 @@ TORCH_STACK = frozenset({"torch", "torchvision", "torchaudio", "triton", "cuda-t
 DOCTOR = "envdoctor"
 
 
-def target(facts: Mapping[str, Any]) -> Mapping[str, Any]:
-    return facts.get("target", {})
-
-
-def python_minor(facts: Mapping[str, Any]) -> str:
-    major, minor = target(facts).get("python", {}).get("version_info", [0, 0])[:2]
-    return f"{major}.{minor}"
+def target(facts: Mapping[str, Any]) -> TargetView:
+    """The target view the planners read (an empty one where the facts have none)."""
+    return view_of(facts, TargetView)
 
 
 def leaves(facts: Mapping[str, Any]) -> Tuple[str, ...]:
@@ -37,10 +34,10 @@ def leaves(facts: Mapping[str, Any]) -> Tuple[str, ...]:
     installer tools, the torch stack, NVIDIA wheels and envdoctor. envdoctor's own requirements hide
     nothing: a package it needs (rich, click) may be one the user installed too, and reinstalling
     one too many beats losing one."""
-    graph = requirements_in_effect(facts)
+    graph = requirements_in_effect(target(facts))
     required = {normalize(r.name) for name, reqs in graph.items() if name != DOCTOR for r in reqs if normalize(r.name) != name}
     excluded = required | INSTALLER_TOOLS | TORCH_STACK | {DOCTOR}
-    dists = distributions(facts)
+    dists = target(facts).distributions
     return tuple(dists[name]["name"] for name in sorted(dists) if name not in excluded and not cuda_family(name))
 
 
@@ -48,7 +45,7 @@ def families_needed(facts: Mapping[str, Any], excluding: Iterable[str] = ()) -> 
     """CUDA family -> the (non-NVIDIA) distributions that require a wheel of it."""
     skip = {normalize(n) for n in excluding}
     needed: Dict[str, List[str]] = {}
-    for name, requirements in requirements_in_effect(facts, assume_installed_extras=True).items():
+    for name, requirements in requirements_in_effect(target(facts), assume_installed_extras=True).items():
         if name in skip or cuda_family(name):
             continue
         for requirement in requirements:
@@ -61,7 +58,7 @@ def families_needed(facts: Mapping[str, Any], excluding: Iterable[str] = ()) -> 
 def families_installed(facts: Mapping[str, Any]) -> Dict[str, Tuple[str, ...]]:
     """CUDA family -> the installed NVIDIA wheels of it."""
     found: Dict[str, List[str]] = {}
-    for name, dist in distributions(facts).items():
+    for name, dist in target(facts).distributions.items():
         family = cuda_family(name, dist.get("version"))
         if family:
             found.setdefault(family, []).append(name)
@@ -84,7 +81,7 @@ def pinning_other_torch(facts: Mapping[str, Any], torch_version: str, replaced: 
     except InvalidVersion:
         return {}
     found = {}
-    for name, requirements in requirements_in_effect(facts).items():
+    for name, requirements in requirements_in_effect(target(facts)).items():
         specifier = None if name in skip else torch_pin(requirements)
         if specifier is not None and not specifier.contains(version, prereleases=True):
             found[name] = f"torch{specifier}"

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from envdoctor.checks.facts import usable_cpus, variables
-from envdoctor.checks.threads import THREAD_VARIABLES, thread_count
+from envdoctor.facts import view_of
+from envdoctor.facts.cpu import CpuView
+from envdoctor.facts.environ import THREAD_VARIABLES, EnvironView, thread_count
 from envdoctor.fix import FixError
 from envdoctor.fix.plan import Plan, Step, StepKind, StepStatus
 
@@ -26,10 +27,10 @@ def export_step(name: str, current: str, cpus: int) -> Step:
 
 def plan_threads(facts: Mapping[str, Any], python: str) -> Plan:
     """The plan for `fix --threads`; pure: facts in, plan out."""
-    cpus = usable_cpus(facts)
+    cpus = view_of(facts, CpuView).usable_cpus
     if not cpus:
         raise FixError("could not tell how many CPUs this process may use (no cpu facts)")
-    env = variables(facts)
+    env = view_of(facts, EnvironView).variables
     too_many = [n for n in THREAD_VARIABLES if n not in CORE_VARIABLES and n in env and (thread_count(env[n]) or cpus + 1) > cpus]
     steps = tuple(export_step(name, env.get(name, ""), cpus) for name in (*CORE_VARIABLES, *too_many))
     return Plan(

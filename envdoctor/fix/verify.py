@@ -11,8 +11,8 @@ import json
 from dataclasses import dataclass
 from typing import Any, Mapping, Optional, Tuple
 
-from envdoctor.checks.facts import normalize
 from envdoctor.collect.target import CollectorError, run_target_script
+from envdoctor.facts.target import normalize
 from envdoctor.fix.plan import Expectation
 from envdoctor.knowledge.wheels import cuda_family
 from envdoctor.proc import run_child

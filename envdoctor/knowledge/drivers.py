@@ -12,6 +12,8 @@ from typing import Dict, Optional
 
 from envdoctor.knowledge import minor_of, optional, rows, version_tuple
 
+DRIVER_DOWNLOAD = "https://www.nvidia.com/Download/index.aspx"  # where every driver remedy sends the user
+
 
 @dataclass(frozen=True)
 class DriverRequirement:

@@ -16,9 +16,9 @@ from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
 from envdoctor.checks import Check
-from envdoctor.checks.cuda import DRIVER_DOWNLOAD
-from envdoctor.checks.facts import distributions, parse_version
-from envdoctor.checks.wheels import installer_command
+from envdoctor.facts import view_of
+from envdoctor.facts.target import TargetView, parse_version
+from envdoctor.knowledge.drivers import DRIVER_DOWNLOAD
 from envdoctor.knowledge.torch_matrix import INDEX_ROOT
 from envdoctor.model import Finding, Remedy, Severity
 from envdoctor.policy.load import Policy
@@ -55,7 +55,7 @@ def unjudged(policy: Policy, check_id: str, missing: str) -> Finding:
 def recorded_torch(facts: Facts) -> Optional[str]:
     """The installed torch's version as torch reports it (`2.5.1+cu124`), or None without torch."""
     build = facts["target"].get("torch_build") or {}
-    dist = distributions(facts).get("torch") or {}
+    dist = view_of(facts, TargetView).distributions.get("torch") or {}
     return build.get("version") or dist.get("version")
 
 
@@ -63,7 +63,7 @@ def torch_install(facts: Facts, build: str) -> Remedy:
     """The command that installs `build` from PyTorch's index for its local tag (cu124, cpu)."""
     local = Version(build).local
     index = ["--index-url", f"{INDEX_ROOT}/{local}"] if local else []
-    return Remedy(f"Install the team's torch build {build}:", installer_command(facts, "install", [f"torch=={build}", *index]))
+    return Remedy(f"Install the team's torch build {build}:", view_of(facts, TargetView).installer_command("install", [f"torch=={build}", *index]))
 
 
 def torch_build(policy: Policy, facts: Facts) -> Iterator[Finding]:
@@ -184,7 +184,7 @@ def shm(policy: Policy, facts: Facts) -> Iterator[Finding]:
 
 
 def packages(policy: Policy, facts: Facts) -> Iterator[Finding]:
-    installed = distributions(facts)
+    installed = view_of(facts, TargetView).distributions
     for name, spec in policy.rule("packages", "require"):
         version = (installed.get(name) or {}).get("version")
         parsed = parse_version(version)
@@ -195,7 +195,7 @@ def packages(policy: Policy, facts: Facts) -> Iterator[Finding]:
             policy, "packages", "policy.package",
             f"{found}; the policy requires {name}{spec}",
             {"package": name, "installed": version, "required": spec},
-            [Remedy(f"Install {name}{spec}:", installer_command(facts, "install", [f"{name}{spec}"]))],
+            [Remedy(f"Install {name}{spec}:", view_of(facts, TargetView).installer_command("install", [f"{name}{spec}"]))],
         )
 
 
