@@ -8,7 +8,7 @@ from typing import Any, Callable, Iterable, List, Mapping, Tuple
 
 from envdoctor.checks import Check
 from envdoctor.checks.subjects import absence
-from envdoctor.facts import CachedFacts, Unrecorded, section
+from envdoctor.facts import CachedFacts, Unrecorded, first_unrecorded
 from envdoctor.model import NOT_RECORDED, CheckRun, CheckStatus, Finding, Remedy, Severity
 
 
@@ -21,11 +21,8 @@ def skip_reason(unrecorded: Unrecorded) -> str:
 
 def missing_facts(check: Check, facts: Mapping[str, Any]) -> str:
     """Why the check cannot be judged from these facts, or "" when it can."""
-    for name in check.requires:
-        found = section(facts, name)
-        if isinstance(found, Unrecorded):
-            return skip_reason(found)
-    return ""
+    found = first_unrecorded(facts, check.requires)
+    return skip_reason(found) if found else ""
 
 
 def crash_finding(check: Check, error: BaseException) -> Finding:

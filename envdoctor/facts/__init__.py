@@ -13,7 +13,7 @@ keeps each view it built, so sixty checks build each view once. A plain dict wor
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, Iterator, Mapping, Optional, Type, TypeVar, Union
+from typing import Any, Callable, Dict, Iterable, Iterator, Mapping, Optional, Type, TypeVar, Union
 
 RawFacts = Mapping[str, Any]
 View = TypeVar("View")
@@ -45,6 +45,11 @@ def section(facts: RawFacts, name: str) -> Union[Mapping[str, Any], Unrecorded]:
     if "error" in found:
         return Unrecorded(f"{name} facts failed: {found['error']}", name, failure=str(found["error"]))
     return found
+
+
+def first_unrecorded(facts: RawFacts, names: Iterable[str]) -> Optional[Unrecorded]:
+    """Why the first of the sections `names` is not usable, or None when every one is."""
+    return next((found for found in (section(facts, name) for name in names) if isinstance(found, Unrecorded)), None)
 
 
 def unusable(what: str, error_name: str) -> str:
