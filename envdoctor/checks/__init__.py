@@ -1,7 +1,7 @@
 """The check registry: one small pure function per check, registered with `@check`.
 
-A check takes the facts of a report and yields findings; it prints nothing, starts no process and
-reads no environment. Third-party checks arrive through the `envdoctor.checks` entry-point group:
+A check takes the facts of a report (a mapping of sections) and yields findings, reading them through
+the typed views of envdoctor.facts; it prints nothing, starts no process and reads no environment. Third-party checks arrive through the `envdoctor.checks` entry-point group:
 loading the entry point imports a module whose functions use `@check`.
 """
 

@@ -20,6 +20,7 @@ from envdoctor.checks import check
 from envdoctor.facts import view_of
 from envdoctor.facts.environ import EnvironView
 from envdoctor.facts.gpu import GpuView
+from envdoctor.facts.libraries import LibrariesView
 from envdoctor.facts.probe import probe_of
 from envdoctor.facts.target import TargetView, TorchBuild
 from envdoctor.knowledge import arches, drivers, minor_of, torch_matrix, version_tuple, wheels
@@ -80,7 +81,7 @@ def choose_variant(facts: Mapping[str, Any], current: Optional[TorchRelease], ac
 
 
 def installed_companions(facts: Mapping[str, Any]) -> List[str]:
-    names = {d["name"].lower() for d in facts.get("target", {}).get("distributions", ())}
+    names = {d["name"].lower() for d in view_of(facts, TargetView).distribution_list}
     return [p for p in COMPANIONS if p in names]
 
 
@@ -309,9 +310,8 @@ def shadowing_remedies(facts, offending: List[dict]) -> Tuple[Remedy, ...]:
 @check("cuda.library-shadowing", "System CUDA/cuDNN libraries the loader finds before the wheels' own", requires=("target", "libraries"))
 def library_shadowing(facts: Mapping[str, Any]) -> Iterable[Finding]:
     shipped = wheel_libraries(facts)
-    libraries = facts["libraries"]
     offending = []
-    for entry in [*libraries.get("ld_preload", ()), *libraries.get("ld_library_path", ()), *libraries.get("ldconfig", ())]:
+    for entry in view_of(facts, LibrariesView).found:
         wheel = shipped.get(library_family(entry["library"]))
         severity = shadowing_severity(entry, wheel[0], wheel[1]) if wheel else None
         if severity is not None:
@@ -343,7 +343,7 @@ def library_shadowing(facts: Mapping[str, Any]) -> Iterable[Finding]:
 @check("cuda.nvcc-mismatch", "nvcc on PATH targets another CUDA than torch (matters for building extensions)", requires=("target", "libraries"))
 def nvcc_mismatch(facts: Mapping[str, Any]) -> Iterable[Finding]:
     build = cuda_build(facts)
-    nvcc = facts["libraries"].get("nvcc") or {}
+    nvcc = view_of(facts, LibrariesView).nvcc
     if build is None or not nvcc.get("version") or minor_of(nvcc["version"]) == minor_of(build.cuda):
         return
     major_differs = nvcc["version"].split(".")[0] != build.cuda.split(".")[0]

@@ -19,6 +19,7 @@ from packaging.requirements import InvalidRequirement, Requirement
 from envdoctor.checks import check
 from envdoctor.facts import view_of
 from envdoctor.facts.environ import EnvironView
+from envdoctor.facts.system import SystemView
 from envdoctor.facts.target import TargetView, normalize
 from envdoctor.failures import Failure, classify_message, first_line
 from envdoctor.knowledge import rows, wheels
@@ -161,7 +162,7 @@ def missing_module_remedies(facts: Mapping[str, Any], result: Mapping[str, Any],
 def binary_remedies(facts: Mapping[str, Any], result: Mapping[str, Any], failure: Failure) -> Tuple[Remedy, ...]:
     dist = result["distribution"]
     if failure.kind == "glibc":
-        glibc = facts.get("system", {}).get("glibc") or "?"
+        glibc = view_of(facts, SystemView).glibc or "?"
         return (
             Remedy(f"This build of {dist} needs {failure.named}; the system has glibc {glibc}. Reinstall it so pip picks a wheel built for this glibc:", view_of(facts, TargetView).installer_command("install", ["--force-reinstall", "--no-cache-dir", dist])),
             Remedy(f"Or run on a system whose glibc is at least {failure.named.split('_', 1)[-1]}."),

@@ -8,6 +8,8 @@ from __future__ import annotations
 from typing import Any, Iterable, Mapping
 
 from envdoctor.checks import check
+from envdoctor.facts import view_of
+from envdoctor.facts.memory import MemoryView
 from envdoctor.model import PYTHON, Finding, Remedy, Severity
 from envdoctor.words import gib, mib
 
@@ -18,7 +20,7 @@ NO_SWAP_NOTE_BELOW_BYTES = 32 * 2 ** 30
 
 @check("memory.shm-small", "/dev/shm too small for DataLoader workers", requires=("memory",))
 def shm_small(facts: Mapping[str, Any]) -> Iterable[Finding]:
-    size = facts["memory"].get("shm_total_bytes")
+    size = view_of(facts, MemoryView).shm_total_bytes
     if size is None or size >= SHM_SMALL_BYTES:
         return
     yield Finding(
@@ -42,8 +44,8 @@ def shm_small(facts: Mapping[str, Any]) -> Iterable[Finding]:
 
 @check("memory.low-ram", "Little RAM or no swap for a training run", requires=("memory",))
 def low_ram(facts: Mapping[str, Any]) -> Iterable[Finding]:
-    memory = facts["memory"]
-    ram, swap = memory.get("ram_total_bytes"), memory.get("swap_total_bytes")
+    memory = view_of(facts, MemoryView)
+    ram, swap = memory.ram_total_bytes, memory.swap_total_bytes
     if ram is None:
         return
     if ram < RAM_LOW_BYTES:

@@ -17,6 +17,9 @@ from packaging.version import Version
 
 from envdoctor.checks import Check
 from envdoctor.facts import view_of
+from envdoctor.facts.environ import EnvironView
+from envdoctor.facts.gpu import GpuView
+from envdoctor.facts.memory import MemoryView
 from envdoctor.facts.target import TargetView, parse_version
 from envdoctor.knowledge.drivers import DRIVER_DOWNLOAD
 from envdoctor.knowledge.torch_matrix import INDEX_ROOT
@@ -54,8 +57,8 @@ def unjudged(policy: Policy, check_id: str, missing: str) -> Finding:
 
 def recorded_torch(facts: Facts) -> Optional[str]:
     """The installed torch's version as torch reports it (`2.5.1+cu124`), or None without torch."""
-    build = facts["target"].get("torch_build") or {}
-    dist = view_of(facts, TargetView).distributions.get("torch") or {}
+    target = view_of(facts, TargetView)
+    build, dist = target.torch_facts, target.distributions.get("torch") or {}
     return build.get("version") or dist.get("version")
 
 
@@ -82,7 +85,8 @@ def torch_build(policy: Policy, facts: Facts) -> Iterator[Finding]:
 
 def driver(policy: Policy, facts: Facts) -> Iterator[Finding]:
     minimum = policy.rule("driver", "min_version")
-    version = (facts["gpu"].get("driver") or {}).get("version")
+    gpu = view_of(facts, GpuView)
+    version = gpu.driver_version
     parsed = parse_version(version)
     if parsed is not None and parsed >= Version(minimum):
         return
@@ -92,7 +96,7 @@ def driver(policy: Policy, facts: Facts) -> Iterator[Finding]:
         f"{found}; the policy requires {minimum} or newer",
         {"driver": version, "minimum": minimum},
         [Remedy(f"Update the NVIDIA driver to {minimum} or newer ({DRIVER_DOWNLOAD}).")],
-        explanation=facts["gpu"].get("reason", ""),
+        explanation=gpu.reason or "",
     )
 
 
@@ -102,7 +106,7 @@ def entry(name: str, value: Optional[str]) -> str:
 
 
 def recorded_variables(facts: Facts) -> Mapping[str, str]:
-    return facts["environ"].get("variables") or {}
+    return view_of(facts, EnvironView).variables
 
 
 def env_required(policy: Policy, facts: Facts) -> Iterator[Finding]:
@@ -132,7 +136,7 @@ def below(free: float, minimum_gib: float) -> bool:
 
 def vram(policy: Policy, facts: Facts) -> Iterator[Finding]:
     minimum = policy.rule("memory", "min_free_vram_gb")
-    gpus = facts["gpu"].get("gpus") or []
+    gpus = view_of(facts, GpuView).recorded_gpus
     if not gpus:
         yield violation(policy, "memory", "policy.vram", f"No NVIDIA GPU was found; the policy requires {minimum:g} GiB of free memory on each", {"gpus": 0})
     for gpu in gpus:
@@ -151,7 +155,7 @@ def vram(policy: Policy, facts: Facts) -> Iterator[Finding]:
 
 def ram(policy: Policy, facts: Facts) -> Iterator[Finding]:
     minimum = policy.rule("memory", "min_available_ram_gb")
-    available = facts["memory"].get("ram_available_bytes")
+    available = view_of(facts, MemoryView).ram_available_bytes
     if available is None:
         yield unjudged(policy, "policy.ram", "The available RAM")
     elif below(available, minimum):
