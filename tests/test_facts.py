@@ -15,7 +15,7 @@ from conftest import REPO
 from envdoctor.checks.registry import load_checks
 from envdoctor.checks.runner import run_checks, run_one
 from envdoctor.compare import readers
-from envdoctor.facts import CachedFacts, Unrecorded, read
+from envdoctor.facts import CachedFacts, Unrecorded, UnusableFacts, read
 from envdoctor.facts.conda import CondaView
 from envdoctor.facts.cpu import CpuView
 from envdoctor.facts.environ import EnvironView
@@ -143,3 +143,13 @@ def test_fix_compare_and_fleet_do_not_import_checks(package):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             names = [node.module or ""] if isinstance(node, ast.ImportFrom) else [a.name for a in node.names] if isinstance(node, ast.Import) else []
             assert not any(n == "envdoctor.checks" or n.startswith("envdoctor.checks.") for n in names), f"{path.name} imports {names}"
+
+
+def test_a_driver_of_the_wrong_shape_spoils_only_its_readers():
+    facts = facts_of(REPO / "tests" / "data" / "reports" / "h100-cu130.json")
+    facts["gpu"]["driver"] = "580.65.06"
+    gpu = read(facts, GpuView)
+    assert gpu.gpus and readers.gpu_architecture(facts) == "9.0"
+    with pytest.raises(UnusableFacts):
+        gpu.driver_version
+    assert readers.driver(facts) == Unrecorded("gpu facts of an unexpected shape in the report (TypeError)", "gpu", shape="TypeError")

@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 from typing import Any, Callable, Mapping, Tuple, Union
 
-from envdoctor.facts import RawFacts, Unrecorded, read, unusable
+from envdoctor.facts import RawFacts, Unrecorded, UnusableFacts, read, unusable
 from envdoctor.facts.cpu import CpuView
 from envdoctor.facts.environ import EnvironView
 from envdoctor.facts.gpu import GpuView
@@ -42,7 +42,10 @@ def needs(*kinds: type):
             views = [read(facts, kind) for kind in kinds]
             missing = next((v for v in views if isinstance(v, Unrecorded)), None)
             if missing is None:
-                return read_views(*views)
+                try:
+                    return read_views(*views)
+                except UnusableFacts as error:  # a field checked when it is read (GpuView.driver)
+                    missing = error.unrecorded
             if missing.shape:
                 return Unrecorded(unusable(" and ".join(k.SECTION for k in kinds) + " facts", missing.shape), missing.section, shape=missing.shape)
             return missing

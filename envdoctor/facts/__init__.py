@@ -34,7 +34,12 @@ class Unrecorded:
 
 
 class UnusableFacts(ValueError):
-    """A check asked for a view its facts cannot give; the runner shows it as the check's crash."""
+    """A view or a field of one that the facts cannot give; the runner shows it as the check's crash,
+    and `unrecorded` says why in the words of `diff`."""
+
+    def __init__(self, unrecorded: Unrecorded):
+        super().__init__(unrecorded.reason)
+        self.unrecorded = unrecorded
 
 
 def section(facts: RawFacts, name: str) -> Union[Mapping[str, Any], Unrecorded]:
@@ -56,13 +61,26 @@ def unusable(what: str, error_name: str) -> str:
     return f"{what} of an unexpected shape in the report ({error_name})"
 
 
+def misshapen(name: str, error: Exception) -> Unrecorded:
+    kind = type(error).__name__
+    return Unrecorded(unusable(f"{name} facts", kind), name, shape=kind)
+
+
 def shaped(name: str, build: Callable[[], View]) -> Union[View, Unrecorded]:
     """What `build` makes of the section `name`, or Unrecorded when the section has the wrong shape."""
     try:
         return build()
     except UNUSABLE as error:
-        kind = type(error).__name__
-        return Unrecorded(unusable(f"{name} facts", kind), name, shape=kind)
+        return misshapen(name, error)
+
+
+def field(name: str, value: Any, kind: Union[type, tuple], default: Any) -> Any:
+    """A field checked when it is read, for a field whose wrong shape must spoil only its own readers
+    (a check that reads it crashes, the others judge the rest of the section): UnusableFacts if wrong."""
+    try:
+        return expect(value, kind, default)
+    except TypeError as error:
+        raise UnusableFacts(misshapen(name, error)) from None
 
 
 def expect(value: Any, kind: Union[type, tuple], default: Any = None) -> Any:
@@ -114,5 +132,5 @@ def view_of(facts: RawFacts, kind: Type[View]) -> View:
     if not isinstance(found, Unrecorded):
         return found
     if found.shape:
-        raise UnusableFacts(found.reason)
+        raise UnusableFacts(found)
     return kind.from_json({})  # type: ignore[attr-defined]

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Mapping, Optional, Tuple, Union
 
-from envdoctor.facts import Unrecorded, expect, shaped
+from envdoctor.facts import Unrecorded, expect, field, shaped
 
 NO_SOURCE = (None, "none")
 
@@ -19,11 +19,12 @@ def gpu_entry(entry: Any) -> Mapping[str, Any]:
 
 @dataclass(frozen=True)
 class GpuView:
-    """The gpu section, its shapes checked: the driver a mapping, every GPU a mapping."""
+    """The gpu section, its shapes checked: every GPU a mapping; the driver, which policies read on
+    their own, is checked when it is read."""
 
     SECTION = "gpu"
     source: Optional[str] = None
-    driver: Mapping[str, Any] = field(default_factory=dict)
+    driver_facts: Any = None
     recorded_gpus: Tuple[Mapping[str, Any], ...] = ()
     reason: Optional[str] = None
 
@@ -31,7 +32,7 @@ class GpuView:
     def from_json(cls, section: Mapping[str, Any]) -> Union["GpuView", Unrecorded]:
         return shaped(cls.SECTION, lambda: cls(
             source=expect(section.get("source"), (str, type(None))),
-            driver=expect(section.get("driver"), Mapping, {}),
+            driver_facts=section.get("driver"),
             recorded_gpus=tuple(gpu_entry(g) for g in expect(section.get("gpus"), list, [])),
             reason=expect(section.get("reason"), (str, type(None))),
         ))
@@ -40,6 +41,10 @@ class GpuView:
     def gpus(self) -> Tuple[Mapping[str, Any], ...]:
         """The GPUs NVML or nvidia-smi reported; none where no driver answered, so no GPU check fires on a CPU box."""
         return self.recorded_gpus if self.source not in NO_SOURCE else ()
+
+    @property
+    def driver(self) -> Mapping[str, Any]:
+        return field(self.SECTION, self.driver_facts, Mapping, {})
 
     @property
     def driver_version(self) -> Optional[str]:

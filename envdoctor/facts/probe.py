@@ -27,5 +27,5 @@ def probe_of(facts: RawFacts) -> Optional[ProbeResult]:
     if not isinstance(found, Unrecorded):
         return found
     if found.shape:
-        raise UnusableFacts(found.reason)
+        raise UnusableFacts(found)
     return None
