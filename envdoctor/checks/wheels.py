@@ -1,5 +1,5 @@
-"""NVIDIA wheel checks, and the packages view the CUDA checks share: torch's build, the CUDA
-families of the installed nvidia-* wheels, torch's own pins, and exact pip commands.
+"""NVIDIA wheel checks, and torch's own CUDA pins the other checks share (torch's build, the CUDA
+families of the installed nvidia-* wheels and the exact pip commands come from facts/target.py).
 
 Families and pins: knowledge/wheels.py (nvidia_wheels.csv) and torch's Requires-Dist
 (shared knowledge notes §3). cu11 and cu12 wheels unpack into the same nvidia/<lib>/lib folders, and
