@@ -10,11 +10,13 @@ import os
 import shlex
 from typing import Any, Iterator, Mapping, Optional, Sequence
 
-from envdoctor.checks.facts import gib, parse_version, variables
-from envdoctor.checks.wheels import torch_build
 from envdoctor.collect.disk import PATHS_VARIABLE
+from envdoctor.facts import view_of
+from envdoctor.facts.environ import EnvironView
+from envdoctor.facts.target import TargetView, parse_version
 from envdoctor.model import Finding, Remedy, Severity
 from envdoctor.policy.rules import torch_install
+from envdoctor.words import gib
 
 Facts = Mapping[str, Any]
 GIB = 2**30
@@ -48,7 +50,7 @@ def world_size(value: Optional[str]) -> Optional[int]:
 def distributed_env(facts: Facts) -> Iterator[Finding]:
     """A job with WORLD_SIZE > 1 rendezvous at MASTER_ADDR:MASTER_PORT over NCCL_SOCKET_IFNAME: without
     them it hangs at init_process_group, or NCCL picks a wrong interface (docker0, lo) and hangs later."""
-    recorded = variables(facts)
+    recorded = view_of(facts, EnvironView).variables
     size = world_size(recorded.get("WORLD_SIZE"))
     if size is None:
         yield Finding(
@@ -73,7 +75,7 @@ def distributed_env(facts: Facts) -> Iterator[Finding]:
 
 def forbidden_env(facts: Facts, forbidden: Sequence[str]) -> Iterator[Finding]:
     """Variables production jobs must not carry: NAME (any value) or NAME=VALUE."""
-    recorded = variables(facts)
+    recorded = view_of(facts, EnvironView).variables
     for entry in forbidden:
         name, equals, banned = entry.partition("=")
         value = recorded.get(name)
@@ -89,7 +91,7 @@ def forbidden_env(facts: Facts, forbidden: Sequence[str]) -> Iterator[Finding]:
 
 def torch_standard(facts: Facts, wanted: str) -> Iterator[Finding]:
     """The torch build (version and CUDA tag, 2.5.1+cu124) the team standardised on."""
-    build = torch_build(facts)
+    build = view_of(facts, TargetView).torch_build
     installed = build.build_version if build else None
     if parse_version(installed) == parse_version(wanted):
         return
