@@ -16,7 +16,9 @@ from typing import Dict, Iterable, List, Optional, Sequence
 import pytest
 
 from conftest import changed_report, findings_by_id, run_envdoctor
+from envdoctor import engine
 from envdoctor.collect.elf import read_versions
+from envdoctor.probe.result import Ending, ProbeResult, StageResult, StageStatus
 
 PY38 = Path(os.environ.get("PYENV_ROOT", Path.home() / ".pyenv")) / "versions" / "3.8.18" / "bin" / "python"
 CXX_EXTENSION = """
@@ -429,3 +431,15 @@ def test_record_count_is_bounded_with_a_truncation_fact(tmp_path):
     facts = checked(env.python)["facts"]["target"]["conda"]
     assert len(facts["records"]) == 3000
     assert facts["truncated"] == "read 3000 of 3003 records (at most 3000)"
+
+
+def test_conda_openmp_names_the_runtimes_the_probe_saw_loaded(mapush_env):
+    """The probe's thread-pool stage is the evidence of which runtimes really load together."""
+    facts = checked(mapush_env.python)["facts"]
+    loaded = [{"user_api": "openmp", "prefix": "libiomp", "filepath": f"{mapush_env.prefix}/lib/libiomp5.so"},
+              {"user_api": "openmp", "prefix": "libgomp", "filepath": f"{mapush_env.site}/torch/lib/libgomp-a34b3233.so.1"}]
+    pools = StageResult("thread_pools", "thread pools", StageStatus.PASSED, 0.01, details={"openmp_runtimes": loaded})
+    probe = ProbeResult(str(mapush_env.python), Ending.COMPLETED, (pools,), 1.0).to_json()
+    judged = engine.judge(facts, probe, engine.Selection(only=("conda.openmp-mixed",)))
+    [finding] = [f for f in judged.findings if f.id == "conda.openmp-mixed"]
+    assert finding.evidence["probe_loaded"] == [r["filepath"] for r in loaded]

@@ -25,6 +25,7 @@ from envdoctor.checks import check
 from envdoctor.checks.wheels import pinned
 from envdoctor.facts import view_of
 from envdoctor.facts.conda import CondaView, listing, mapping, shown
+from envdoctor.facts.probe import openmp_runtimes
 from envdoctor.facts.target import TargetView, normalize
 from envdoctor.knowledge.conda import gcc_providing
 from envdoctor.model import Finding, Remedy, Severity
@@ -228,9 +229,7 @@ def grouped_text(grouped: Mapping[str, List[str]]) -> str:
 
 
 def probed_openmp(facts: Mapping[str, Any]) -> List[str]:
-    stages = listing(mapping(facts.get("probe")).get("stages"))
-    pools = next((mapping(s) for s in map(mapping, stages) if s.get("name") == "thread_pools"), {})
-    return [str(mapping(r).get("filepath")) for r in listing(mapping(pools.get("details")).get("openmp_runtimes"))]
+    return [str(r.get("filepath")) for r in openmp_runtimes(facts)]
 
 
 @check("conda.openmp-mixed", "conda's OpenMP runtime next to another that pip's wheels bundle", requires=("target",))

@@ -16,7 +16,7 @@ from envdoctor.checks import check
 from envdoctor.facts import view_of
 from envdoctor.facts.cpu import CpuView
 from envdoctor.facts.environ import EnvironView, THREAD_VARIABLES, thread_count
-from envdoctor.facts.probe import probe_of
+from envdoctor.facts.probe import openmp_runtimes, probe_of
 from envdoctor.facts.target import TargetView
 from envdoctor.model import Finding, Remedy, Severity
 from envdoctor.probe.result import StageStatus
@@ -177,8 +177,7 @@ def unlimited(facts: Mapping[str, Any]) -> Iterable[Finding]:
 
 @check("threads.multiple-openmp", "Two OpenMP runtimes loaded in one process", requires=("probe",))
 def multiple_openmp(facts: Mapping[str, Any]) -> Iterable[Finding]:
-    stage = probe_of(facts).stage("thread_pools")
-    runtimes = (stage.details.get("openmp_runtimes") if stage else None) or []
+    runtimes = openmp_runtimes(facts)
     if len({r.get("filepath") for r in runtimes}) < 2:
         return
     prefixes = {r.get("prefix") for r in runtimes}

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Optional, Union
+from typing import Any, List, Mapping, Optional, Union
 
 from envdoctor.facts import RawFacts, Unrecorded, UnusableFacts, read, shaped
 from envdoctor.probe.result import ProbeResult
@@ -29,3 +29,11 @@ def probe_of(facts: RawFacts) -> Optional[ProbeResult]:
     if found.shape:
         raise UnusableFacts(found)
     return None
+
+
+def openmp_runtimes(facts: RawFacts) -> List[Mapping[str, Any]]:
+    """The OpenMP runtimes the probe's thread-pool stage saw loaded (threadpoolctl's entries); none
+    where no probe ran or the stage did not."""
+    probe = probe_of(facts)
+    stage = probe.stage("thread_pools") if probe else None
+    return list((stage.details.get("openmp_runtimes") if stage else None) or [])
