@@ -2,8 +2,8 @@
 bisected remedies, and two OpenMP runtimes in one process.
 
 Pure: everything comes from facts["probe"], so `check --from` re-judges a recorded probe.
-Facts: knowledge notes sb3-model-files.md §1/§6 (the probe, "construct" imports torch._dynamo);
-domain-facts.md §7 (threadpoolctl's multiple_openmp.md: libomp + libiomp is the crashing pair).
+Facts: docs/knowledge/sb3-model-files.md §1, §6 (the probe, "construct" imports torch._dynamo);
+docs/knowledge/domain-facts.md §7 (threadpoolctl's multiple_openmp.md: libomp + libiomp is the crashing pair).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """WSL checks: WSL1 cannot run CUDA; WSL2 runs it through the Windows driver only.
 
-Markers and rules: knowledge notes §5 (microsoft/WSL#423, #4555, #8447, #8587; NVIDIA CUDA on WSL
+Markers and rules: docs/knowledge/domain-facts.md §5 (microsoft/WSL#423, #4555, #8447, #8587; NVIDIA CUDA on WSL
 user guide). Custom WSL2 kernels can carry any release string (sindresorhus/is-wsl#13), so the kind is
 judged from every marker together.
 """
