@@ -305,7 +305,8 @@ STAGES = (
     Stage("import_gymnasium", "import gymnasium", 60, stage_import_gymnasium, modules=("gymnasium",), needs=("import_numpy",)),
     Stage("import_sb3", "import stable_baselines3", 60, stage_import_sb3, modules=("stable_baselines3",), needs=("import_torch", "import_gymnasium")),
     Stage("import_sb3_contrib", "import sb3_contrib", 60, stage_import_sb3_contrib, modules=("sb3_contrib",), needs=("import_sb3",)),
-    # Constructing the first model imports torch._dynamo (Optimizer.__init__ does), most of its time.
+    # Constructing the first model imports torch._dynamo (Optimizer.__init__ does), most of its time
+    # (docs/knowledge/sb3-model-files.md §1).
     Stage("maskable_ppo", "MaskablePPO construct", 120, stage_maskable_ppo, needs=("import_sb3_contrib",)),
     Stage("learn", "learn 64 steps", 120, stage_learn, needs=("maskable_ppo",)),
     Stage("save_load", "save/load round trip", 60, stage_save_load, needs=("learn",)),
