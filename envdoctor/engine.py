@@ -5,7 +5,6 @@ Nothing here prints; the CLI decides what is shown and how the run exits.
 
 from __future__ import annotations
 
-import json
 import os
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -22,7 +21,7 @@ from envdoctor.collect.imports import ImportOptions
 from envdoctor.collect.imports import collect as collect_imports
 from envdoctor.diagnosis.judge import link_and_rank
 from envdoctor.errors import ReportReadError
-from envdoctor.files import nested_deeper, read_regular
+from envdoctor.files import read_json
 from envdoctor.model import SCHEMA_VERSION, Cause, CheckRun, Finding, Remedy, Report, Severity
 from envdoctor.probe import ProbeOptions, run_probe
 from envdoctor.probe.result import ProbeResult
@@ -197,20 +196,7 @@ def read_report(path: Path) -> Report:
 def parsed_json(path: Path):
     """The JSON document in the regular file `path`, read no further than REPORT_SIZE_LIMIT and
     nested no deeper than REPORT_DEPTH_LIMIT: a FIFO, a device or a folder is refused, never waited on."""
-    raw = bounded_read(path)
-    try:
-        data = json.loads(raw.decode("utf-8"))
-    except RecursionError:
-        raise ReportReadError(f"{path} is nested deeper than any envdoctor report") from None
-    except ValueError as error:
-        raise ReportReadError(f"{path} is not JSON: {error}") from None
-    if nested_deeper(data, REPORT_DEPTH_LIMIT):
-        raise ReportReadError(f"{path} is nested deeper than {REPORT_DEPTH_LIMIT} levels, far beyond any envdoctor report")
-    return data
-
-
-def bounded_read(path: Path) -> bytes:
-    return read_regular(path, REPORT_SIZE_LIMIT, "an envdoctor report", ReportReadError)
+    return read_json(path, REPORT_SIZE_LIMIT, "an envdoctor report", ReportReadError, depth=REPORT_DEPTH_LIMIT)
 
 
 def rejudge(report: Report, selection: Selection) -> Report:

@@ -1,4 +1,5 @@
-"""Reading a file someone handed us: a regular file only, never more than a bound, never a wait.
+"""Reading a file someone handed us: a regular file only, never more than a bound, never a wait, and
+for JSON never nested past what the reader can walk.
 
 A FIFO given as a report or a record would block `open` until a writer comes, a device like /dev/zero
 would never end; both are refused before a byte is read. Opening with O_NONBLOCK makes the FIFO case
@@ -7,10 +8,11 @@ return at once, O_NOCTTY keeps a terminal device from becoming ours.
 
 from __future__ import annotations
 
+import json
 import os
 import stat
 from pathlib import Path
-from typing import Any, Type
+from typing import Any, Optional, Type
 
 from envdoctor.errors import EnvdoctorError
 
@@ -37,6 +39,25 @@ def read_regular(path: Path, limit: int, what: str, error: Type[EnvdoctorError],
     if len(raw) > limit:
         raise error(f"{path} is larger than {limit // 2 ** 20} MiB: far beyond {what}")
     return raw
+
+
+def read_json(path: Path, limit: int, what: str, error: Type[EnvdoctorError], shown: str = "", depth: Optional[int] = None) -> Any:
+    """The JSON document in the regular file `path`, read as `read_regular` reads it and, with `depth`,
+    nested no deeper than that many levels; `error` with a one-line reason otherwise.
+
+    `what` is "a(n) <kind>" ("an envdoctor report"); too deep a document is beyond "any <kind>".
+    """
+    raw = read_regular(path, limit, what, error, shown)
+    beyond = "any " + what.split(" ", 1)[-1]
+    try:
+        data = json.loads(raw.decode("utf-8"))
+    except RecursionError:
+        raise error(f"{path} is nested deeper than {beyond}") from None
+    except ValueError as failure:
+        raise error(f"{path} is not JSON: {failure}") from None
+    if depth is not None and nested_deeper(data, depth):
+        raise error(f"{path} is nested deeper than {depth} levels, far beyond {beyond}")
+    return data
 
 
 def nested_deeper(value: Any, limit: int) -> bool:

@@ -156,7 +156,7 @@ def test_apply_api_rolls_back_a_failing_step_of_a_planned_fix(mixed, offline, tm
     facts = gather(str(mixed), ("target",))
     installer = Installer("pip", str(mixed))
     plan = plan_mixed_wheels(facts, installer)
-    declined = applying.apply(plan, installer, facts["target"]["distributions"], tmp_path, applying.dry_run, lambda line: None)
+    declined = applying.apply(plan, installer, facts["target"]["distributions"], tmp_path, lambda plan: False, lambda line: None)
     assert declined.outcome is applying.Outcome.DRY_RUN and not list(tmp_path.iterdir())
 
     broken = Step(StepKind.INSTALL, "Install a version that does not exist", "to fail", argv=installer.install(["nvidia-cuda-runtime-cu11==0.0.1"]))

@@ -70,6 +70,12 @@ def test_a_damaged_record_is_a_usage_error(tmp_path, document, message):
         records.load(tmp_path)
 
 
+def test_a_record_nested_past_the_json_parser_is_a_usage_error_not_a_crash(tmp_path):
+    (tmp_path / "record.json").write_text("[" * 100_000 + "]" * 100_000)
+    with pytest.raises(UsageError, match=r"record\.json is nested deeper than any envdoctor fix record$"):
+        records.load(tmp_path)
+
+
 def test_a_huge_file_is_refused_without_reading_it_all(tmp_path, monkeypatch):
     monkeypatch.setattr(records, "MAX_RECORD_BYTES", 1024)
     (tmp_path / "record.json").write_text(json.dumps({"kind": "envdoctor-fix-record", "pad": "x" * 2048}))

@@ -1,5 +1,5 @@
 """The knowledge tables: their queries, and a sample of their rows cross-checked against the sourced
-research notes kept in tests/data/knowledge (domain-facts.md, torch-pypi-requires.txt)."""
+notes in docs/knowledge (domain-facts.md, torch-pypi-requires.txt, arch-sources.md, driver-table-sources.md)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 
 from envdoctor.knowledge import arches, drivers, minor_of, rows, torch_matrix, wheels
 
-NOTES = Path(__file__).parent / "data" / "knowledge"
+NOTES = Path(__file__).parent.parent / "docs" / "knowledge"
 DATA_FILES = ("drivers.csv", "torch_matrix.csv", "arches.csv", "nvidia_wheels.csv")
 
 

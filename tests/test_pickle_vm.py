@@ -118,6 +118,16 @@ def test_every_opcode_pickletools_knows_is_handled_or_refused_by_name():
     assert handled == {op.name for op in pickletools.opcodes}
 
 
+def test_the_opcode_table_has_a_handler_for_every_opcode_and_refuses_the_rest_by_name():
+    assert set(pickle_vm.HANDLERS) == {op.name for op in pickletools.opcodes}
+    with pytest.raises(pickle_vm.CorruptPickle, match=r"^unsupported opcode NO_SUCH_OPCODE$"):
+        pickle_vm._Machine().step("NO_SUCH_OPCODE", None)
+    with pytest.raises(pickle_vm.CorruptPickle, match=r"^copyreg extension code 7: unresolvable"):
+        pickle_vm.run(b"\x80\x02\x82\x07.")  # EXT1 7
+    with pytest.raises(pickle_vm.CorruptPickle, match=r"^ValueError: .*opcode b'\\xff' unknown"):
+        pickle_vm.run(b"\x80\x04\xff.")
+
+
 def test_an_opcode_budget_bounds_the_work():
     data = b"\x80\x04" + b"N0" * 10_000 + b"N."
     budget = pickle_vm.Budget(5_000)

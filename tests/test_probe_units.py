@@ -7,7 +7,7 @@ import sys
 import textwrap
 
 from envdoctor import engine
-from envdoctor.probe import tracebacks
+from envdoctor.probe import ladder, tracebacks
 from envdoctor.probe.result import Ending, ProbeResult, StageResult, StageStatus
 from envdoctor.proc import run_child
 
@@ -114,3 +114,14 @@ def test_a_terminal_sees_a_running_clock_on_a_long_stage_and_nothing_after_it_en
     printer({"event": "begin", "stage": "import_torch"})
     printer({"event": "end", "stage": "import_torch", "status": "not_run", "duration_s": 0.0})
     assert "".join(plain) == "probe: import torch … not run 0.00 s\n"  # a pipe or file gets plain lines
+
+
+def test_every_stage_needs_only_earlier_stages_and_runs_its_own_function():
+    """The one stage table: a need on a later stage would always read "did not run", and each row's
+    function is the stage of its id."""
+    for index, stage in enumerate(ladder.STAGES):
+        assert set(stage.needs) <= set(ladder.IDS[:index]), stage.id
+        assert stage.function.__name__ == f"stage_{stage.id}"
+        assert set(stage.modules) <= set(ladder.DISTRIBUTIONS), stage.id
+    assert [s.id for s in ladder.STAGES if s.cuda] == ["cuda_init", "cuda_matmul"]
+    assert ladder.limits(5)["import_torch"] == ladder.BY_ID["import_torch"].limit_s + 5 == 125

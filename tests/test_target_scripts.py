@@ -53,3 +53,11 @@ def test_facts_script_reads_torch_build_without_importing_it():
     build = json.loads(completed.stdout)["torch_build"]
     assert build["version"].startswith("2.13.0")
     assert build["cuda"] is None  # the CPU wheel
+
+
+def test_importing_the_ladder_runs_no_probe():
+    """The doctor imports target/ladder.py for its stage table: the import must start nothing, load
+    no numpy or torch, and leave stdout where it was."""
+    code = "import sys, envdoctor.target.ladder as ladder; print(len(ladder.STAGES), ladder.EVENTS, sorted({'numpy', 'torch'} & set(sys.modules)))"
+    completed = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60)
+    assert (completed.stdout, completed.stderr) == ("13 None []\n", "")

@@ -5,8 +5,8 @@ from __future__ import annotations
 import signal
 from typing import Optional
 
-# Why each signal usually ends an ML/RL training process (knowledge notes: domain-facts.md §§ on
-# segfaults, SIGILL, DataLoader SIGBUS and the OOM killer).
+# Why each signal usually ends an ML/RL training process (docs/knowledge/domain-facts.md §6 (SIGILL),
+# §8 (segfaults, the DataLoader's SIGBUS, the OOM killer)).
 MEANINGS = {
     "SIGSEGV": "segmentation fault: native code read or wrote memory it does not own",
     "SIGABRT": "abort: native code gave up (a failed assertion, an uncaught C++ exception, heap corruption found by glibc)",

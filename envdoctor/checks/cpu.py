@@ -1,6 +1,6 @@
 """CPU checks: instruction sets the installed wheels assume.
 
-Facts: knowledge notes §6. torch picks AVX2 kernels when avx2+fma are present and AVX-512 ones when
+Facts: docs/knowledge/domain-facts.md §6. torch picks AVX2 kernels when avx2+fma are present and AVX-512 ones when
 avx512f/vl/bw/dq are (ATen DispatchStub.cpp); official x86 wheels SIGILL on CPUs without AVX
 (pytorch#37577); NumPy >= 2.4 requires x86-64-v2 (NumPy 2.4.0 release notes).
 """

@@ -3,7 +3,7 @@ libraries or toolkits get in its way.
 
 Tables: knowledge/drivers.py (minimum drivers, NVIDIA minor-version compatibility), arches.py
 (kernels per variant) and torch_matrix.py (which release has which variant, and its install form).
-Sources per row in the data files; background in the shared knowledge notes §1-§4.
+Sources per row in the data files; background in docs/knowledge/domain-facts.md §1, §2, §3, §4.
 The installed torch speaks first: the arch list its probe recorded (torch.cuda.get_arch_list())
 judges the GPUs, and the tables are only the fallback; the CUDA runtime comes from torch/version.py.
 """

@@ -1,7 +1,7 @@
 """GPU checks: a GPU whose memory other processes already hold.
 
 CUDA running out of memory inside a native library (cuDNN, cuBLAS workspaces, PhysX) often surfaces
-as a segfault rather than a clean "CUDA out of memory" (shared knowledge notes §8: isaac-sim/
+as a segfault rather than a clean "CUDA out of memory" (docs/knowledge/domain-facts.md §8: isaac-sim/
 OmniIsaacGymEnvs#11, NVlabs/ProtoMotions#222).
 """
 

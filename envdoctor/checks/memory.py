@@ -1,6 +1,6 @@
 """Memory checks: a small /dev/shm breaks DataLoader workers; little RAM and no swap end in the OOM killer.
 
-Facts: knowledge notes §8 (pytorch README "Docker Image"; Docker's default --shm-size is 64 MB).
+Facts: docs/knowledge/domain-facts.md §8 (pytorch README "Docker Image"; Docker's default --shm-size is 64 MB).
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 torch <= 2.2 was built against NumPy 1.x; 2.3 is the first built against NumPy 2 (pytorch#107302,
 rgommers in pytorch#132179). NumPy 2 prints "A module that was compiled using NumPy 1.x cannot be run
-in NumPy 2.x" and torch falls back to "Numpy is not available" (shared knowledge notes §8).
+in NumPy 2.x" and torch falls back to "Numpy is not available" (docs/knowledge/domain-facts.md §8).
 Most other compiled packages built for NumPy 1.x say nothing of it in their metadata, so the installed
 versions are also judged against knowledge/numpy2.csv without importing anything. The reverse, a
 release that requires NumPy 2 beside NumPy 1.x, is its own finding, `numpy.too-old`: a warning, since

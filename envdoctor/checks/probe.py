@@ -2,7 +2,7 @@
 and bisected remedies.
 
 Pure: everything comes from facts["probe"], so `check --from` re-judges a recorded probe.
-Facts: knowledge notes sb3-model-files.md §1/§6 (the probe, "construct" imports torch._dynamo).
+Facts: docs/knowledge/sb3-model-files.md §1, §6 (the probe, "construct" imports torch._dynamo).
 """
 
 from __future__ import annotations

@@ -2,8 +2,8 @@
 
 Each says how the command ended, where (which thread, which frame), and, when the memory record
 supports it, why: the OOM killer, a memory limit, or a GPU that was full just before a segfault.
-Facts behind the OOM rules: knowledge notes (domain-facts.md), "GPU OOM reported as a segfault
-(Isaac Gym / PhysX)" and the memory section.
+Facts behind the OOM rules: docs/knowledge/domain-facts.md §8 (GPU memory exhaustion reported as a segfault,
+host memory running out, /dev/shm).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """SB3 model checks: judge facts["models"] (static forensics + what the target offers) for each file.
 
-Facts: knowledge notes "sb3-model-files" (§3c failure matrix, §4a SB3's json_to_data, §4b load matrix);
+Facts: docs/knowledge/sb3-model-files.md §3c (failure matrix), §4a (SB3's json_to_data), §4b (load matrix);
 DLR-RM/stable-baselines3#2115 (segfault when training continues on another machine).
 """
 

@@ -2,7 +2,7 @@
 
 When the probe reached its thread-pool stage, what it measured in the running process decides how bad
 an oversubscribing variable is (torch, OpenMP and MKL clamp to the usable CPUs; other libraries may not).
-Facts: knowledge notes §7 (SB3 docs on OMP_NUM_THREADS; Intel OpenMP "Error #15" text;
+Facts: docs/knowledge/domain-facts.md §7 (SB3 docs on OMP_NUM_THREADS; Intel OpenMP "Error #15" text;
 OpenMathLib/OpenBLAS#539, #889 on the NUM_THREADS cap; threadpoolctl's multiple_openmp.md: libomp + libiomp
 is the crashing pair).
 """

@@ -2,7 +2,7 @@
 families of the installed nvidia-* wheels and the exact pip commands come from facts/target.py).
 
 Families and pins: knowledge/wheels.py (nvidia_wheels.csv) and torch's Requires-Dist
-(shared knowledge notes §3). cu11 and cu12 wheels unpack into the same nvidia/<lib>/lib folders, and
+(docs/knowledge/domain-facts.md §3). cu11 and cu12 wheels unpack into the same nvidia/<lib>/lib folders, and
 an extension of the other family loads its libraries into the same process (pytorch#91067, #104808).
 """
 

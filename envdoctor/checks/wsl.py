@@ -1,7 +1,8 @@
 """WSL checks: WSL1 cannot run CUDA; WSL2 runs it through the Windows driver only.
 
-Markers and rules: knowledge notes §5 (microsoft/WSL#423, #4555, #8447, #8587; NVIDIA CUDA on WSL
-user guide); which kind this is the system view says (facts/system.py).
+Markers and rules: docs/knowledge/domain-facts.md §5 (microsoft/WSL#423, #4555, #8447, #8587; NVIDIA CUDA on WSL
+user guide); which kind this is the system view says (facts/system.py), from every marker together, since
+custom WSL2 kernels can carry any release string (sindresorhus/is-wsl#13).
 """
 
 from __future__ import annotations

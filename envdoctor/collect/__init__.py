@@ -37,11 +37,6 @@ COLLECTORS: Dict[str, Collector] = {
 }
 
 
-def register(name: str, collector: Collector) -> None:
-    """Add a collector; its facts appear under `name` in every report."""
-    COLLECTORS[name] = collector
-
-
 def timed(collector: Collector, ctx: CollectContext) -> Tuple[dict, float]:
     started = time.perf_counter()
     try:

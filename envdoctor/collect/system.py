@@ -1,6 +1,6 @@
 """System facts: OS, kernel, distribution, glibc, containers, and WSL1 vs WSL2 from several markers.
 
-Sources for the WSL markers: ../knowledge notes §5 (microsoft/WSL#423, #4555, #4071; sindresorhus/is-wsl#13).
+Sources for the WSL markers: docs/knowledge/domain-facts.md §5 (microsoft/WSL#423, #4555, #4071; sindresorhus/is-wsl#13).
 Custom WSL2 kernels may drop "microsoft" from their release string, so no single marker decides; the
 variables are recorded too, though they alone never make a WSL verdict (they travel with copied environments).
 """

@@ -4,8 +4,8 @@ Each aspect reads one value per report and judges a difference: how likely it is
 why, in one line. Most judgements are fixed; a few depend on the direction (B lacking CPU instructions
 A has is fatal, B having more is not) and on B's own stack (B's driver against B's torch).
 
-Sources: knowledge notes §1 (driver floors), §3 (NVIDIA wheel families), §4 (GPU architectures),
-§5 (WSL), §6 (CPU instructions, ATEN_CPU_CAPABILITY), §7 (threads), sb3-model-files.md (cloudpickled
+Sources: docs/knowledge/domain-facts.md §1 (driver floors), §3 (NVIDIA wheel families), §4 (GPU architectures),
+§5 (WSL), §6 (CPU instructions, ATEN_CPU_CAPABILITY), §7 (threads); docs/knowledge/sb3-model-files.md §3b, §3c (cloudpickled
 closures are Python-version bytecode), NumPy 2.0 migration guide (C ABI, numpy._core pickles).
 """
 

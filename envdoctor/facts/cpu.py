@@ -1,5 +1,5 @@
 """The CPU's view (collect/cpu.py): its flags, the CPUs this process may use, and which torch kernels
-those flags allow (ATen DispatchStub.cpp: AVX2 with avx2+fma, AVX-512 with avx512f/vl/bw/dq; knowledge notes §6)."""
+those flags allow (ATen DispatchStub.cpp: AVX2 with avx2+fma, AVX-512 with avx512f/vl/bw/dq; docs/knowledge/domain-facts.md §6)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """The environment-variable view (collect/environ.py), and the thread-pool variables among them
-(knowledge notes §7: SB3 docs on OMP_NUM_THREADS; OpenBLAS's NUM_THREADS cap)."""
+(docs/knowledge/domain-facts.md §7: SB3 docs on OMP_NUM_THREADS; OpenBLAS's NUM_THREADS cap)."""
 
 from __future__ import annotations
 

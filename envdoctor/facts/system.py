@@ -1,6 +1,6 @@
 """The host's view (collect/system.py): OS, kernel, glibc, and whether this is WSL1, WSL2 or neither.
 
-WSL markers and rules: knowledge notes §5. Custom WSL2 kernels can carry any release string
+WSL markers and rules: docs/knowledge/domain-facts.md §5. Custom WSL2 kernels can carry any release string
 (sindresorhus/is-wsl#13), so the kind is judged from every marker together.
 """
 

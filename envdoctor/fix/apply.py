@@ -1,7 +1,9 @@
-"""Carrying out a plan: ask, record, run the steps, verify, and undo everything when any of it fails.
+"""`fix --apply` and `fix --rollback`: carry out a plan, or restore an environment to its record.
 
-`confirm(plan) -> bool` is the one place that decides whether anything happens: the CLI passes a prompt,
-an always-yes for `--yes`, or a dry run that declines, so every path through here is the same code.
+`apply` asks, records the environment (fix/record.py), runs the changing steps, verifies the result in a
+fresh process and, when any of it fails, rolls back to the record; `restore` runs the steps back to a record
+and checks that the installer's freeze matches it again. `confirm(plan) -> bool` decides whether anything
+happens: the CLI passes its prompt, or `always` for `--yes`; a declined plan changes nothing (Outcome.DRY_RUN).
 """
 
 from __future__ import annotations
@@ -70,11 +72,6 @@ class ApplyResult:
             "verification": self.verification.to_json() if self.verification else None,
             "rollback": self.rollback.to_json() if self.rollback else None,
         }
-
-
-def dry_run(plan: Plan) -> bool:
-    """The confirm callback of a plain `fix`: nothing is ever carried out."""
-    return False
 
 
 def always(plan: Plan) -> bool:

@@ -18,7 +18,7 @@ from typing import Any, Mapping, Optional, Sequence, Tuple
 
 from envdoctor import package_data
 from envdoctor.errors import UsageError
-from envdoctor.files import read_regular
+from envdoctor.files import read_json
 from envdoctor.fix import FixError
 from envdoctor.fix.freeze_lines import parse
 from envdoctor.fix.installer import Installer, freeze
@@ -106,15 +106,6 @@ def finish(record: Record, outcome: Mapping[str, Any]) -> Record:
     return done
 
 
-def read_json(file: Path, shown: Path) -> Any:
-    """The JSON document in the regular file `file`, read no further than MAX_RECORD_BYTES."""
-    raw = read_regular(file, MAX_RECORD_BYTES, "an envdoctor fix record", UsageError, shown=f"the record {shown}")
-    try:
-        return json.loads(raw.decode("utf-8"))
-    except ValueError as error:
-        raise UsageError(f"{file} is not JSON: {error}") from None
-
-
 @lru_cache(maxsize=1)
 def record_validator():
     try:
@@ -178,7 +169,7 @@ def validated(data: Any, file: Path) -> dict:
 def load(path: Path) -> Record:
     """A record from its folder or its record.json, checked against the record schema before any of it is used."""
     file = path / RECORD_FILE if path.is_dir() else path
-    data = validated(read_json(file, path), file)
+    data = validated(read_json(file, MAX_RECORD_BYTES, "an envdoctor fix record", UsageError, shown=f"the record {path}"), file)
     return Record(
         folder=file.parent,
         created=data["created"],

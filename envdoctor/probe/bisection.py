@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 from typing import Dict, Mapping, Optional, Tuple
 
 from envdoctor.probe import ladder
-from envdoctor.probe.result import Bisection, Outcome, ProbeResult, StageResult, StageStatus, VariationResult
+from envdoctor.probe.result import Bisection, Outcome, ProbeResult, StageResult, VariationResult
 from envdoctor.probe.runner import ProbeOptions, run_ladder
 
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")

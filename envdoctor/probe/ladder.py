@@ -1,43 +1,17 @@
-"""What the doctor knows about the ladder's stages: titles, time limits, and how to install what is missing.
+"""The doctor's view of the ladder's stages: look-ups by id, titles, time limits, and how to install what is missing.
 
-The stages themselves live in target/ladder.py (it runs under the diagnosed interpreter and cannot
-import envdoctor); both lists use the same ids, in the same order.
+The stage table itself is declared once, in target/ladder.py, which runs under the diagnosed
+interpreter; importing it here runs nothing.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Dict, Optional, Tuple
 
+from envdoctor.target.ladder import STAGES, Stage
 
-@dataclass(frozen=True)
-class Stage:
-    """One rung: its id, what a person reads, and how long it may take before it counts as a hang."""
-
-    id: str
-    title: str
-    limit_s: float
-    cuda: bool = False
-
-
-STAGES: Tuple[Stage, ...] = (
-    Stage("interpreter", "interpreter start", 30),
-    Stage("import_numpy", "import numpy", 60),
-    Stage("import_torch", "import torch", 120),
-    Stage("cpu_ops", "CPU tensor op + BLAS matmul", 60),
-    Stage("thread_pools", "thread pools (OpenMP/BLAS)", 30),
-    Stage("cuda_init", "CUDA init + device properties", 120, cuda=True),
-    Stage("cuda_matmul", "CUDA matmul", 60, cuda=True),
-    Stage("import_gymnasium", "import gymnasium", 60),
-    Stage("import_sb3", "import stable_baselines3", 60),
-    Stage("import_sb3_contrib", "import sb3_contrib", 60),
-    # Constructing the first model imports torch._dynamo (Optimizer.__init__ does), most of its time.
-    Stage("maskable_ppo", "MaskablePPO construct", 120),
-    Stage("learn", "learn 64 steps", 120),
-    Stage("save_load", "save/load round trip", 60),
-)
 BY_ID: Dict[str, Stage] = {stage.id: stage for stage in STAGES}
-IDS = tuple(stage.id for stage in STAGES)
+IDS: Tuple[str, ...] = tuple(stage.id for stage in STAGES)
 
 # Importable module → the distribution that provides it.
 DISTRIBUTIONS = {

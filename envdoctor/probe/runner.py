@@ -22,8 +22,8 @@ from envdoctor.probe.result import ProbeResult
 from envdoctor.proc import stream_child
 from envdoctor.processes import psutil
 from envdoctor.target import script_source
+from envdoctor.target.ladder import MARK
 
-MARK = "@envdoctor-probe "
 DEFAULT_TIMEOUT_S = 300.0
 # The child's watchdog fires at the deadline and needs a moment to dump every thread and exit.
 GRACE_S = 10.0

@@ -1,7 +1,7 @@
 """The exact steps a model finding recommends: the `custom_objects` load call and the sanitize command.
 
 SB3 never decodes a key given in `custom_objects`, so passing plain numbers for the schedule keys
-loads any model whose other entries are sound (knowledge notes §4a, §4b).
+loads any model whose other entries are sound (docs/knowledge/sb3-model-files.md §4a, §4b).
 """
 
 from __future__ import annotations

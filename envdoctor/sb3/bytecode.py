@@ -3,7 +3,7 @@
 cloudpickle rebuilds a function with `CodeType(*args)`; the number of args is fixed per Python
 family (15 up to 3.7, 16 for 3.8–3.10, 18 from 3.11). Within a family the bytecode narrows it down:
 every opcode must exist in that version, and from 3.11 the prologue must end in that version's RESUME
-(151 on 3.11/3.12, 149 on 3.13). Facts: knowledge notes "sb3-model-files" §3b; opcode tables in
+(151 on 3.11/3.12, 149 on 3.13). Facts: docs/knowledge/sb3-model-files.md §3b; opcode tables in
 opcodes.json (dis.opmap of each CPython). The same reading tells which names the code loads as globals
 and which modules it imports, so the classifier can tell `eval(text)` from `model.eval()`.
 """

@@ -32,7 +32,7 @@ PLUMBING_MODULES = {"builtins", "copyreg", "__builtin__", "_codecs", "types"}
 
 
 def numpy_major(modules: List[str]) -> Optional[int]:
-    """NumPy 2 pickles name `numpy._core.*`, NumPy 1 `numpy.core.*` (knowledge notes §3b)."""
+    """NumPy 2 pickles name `numpy._core.*`, NumPy 1 `numpy.core.*` (docs/knowledge/sb3-model-files.md §3b)."""
     if any(m == "numpy._core" or m.startswith("numpy._core.") for m in modules):
         return 2
     if any(m == "numpy.core" or m.startswith("numpy.core.") for m in modules):

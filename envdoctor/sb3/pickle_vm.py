@@ -12,7 +12,7 @@ from __future__ import annotations
 import io
 import pickletools
 from dataclasses import dataclass, field
-from typing import Any, BinaryIO, Dict, Iterator, List, Optional, Tuple
+from typing import Any, BinaryIO, Callable, Dict, Iterator, List, Optional, Tuple
 
 
 class CorruptPickle(Exception):
@@ -108,6 +108,7 @@ CONSTANT_OPS = {
     "BINBYTES", "SHORT_BINBYTES", "BINBYTES8", "BYTEARRAY8",
 }
 SINGLETONS = {"NONE": None, "NEWTRUE": True, "NEWFALSE": False}
+EMPTY = {"EMPTY_LIST": list, "EMPTY_TUPLE": tuple, "EMPTY_DICT": Dict_, "EMPTY_SET": Set_}
 
 
 class _Machine:
@@ -159,120 +160,191 @@ class _Machine:
         else:
             raise CorruptPickle(f"setting items on a {type(target).__name__}")
 
-    def step(self, name: str, arg: Any) -> None:  # noqa: C901 - one branch per opcode family
-        stack = self.stack
-        if name in CONSTANT_OPS:
-            stack.append(bytes(arg) if name == "BYTEARRAY8" else arg)
-        elif name in SINGLETONS:
-            stack.append(SINGLETONS[name])
-        elif name == "PROTO":
-            self.protocol = arg
-        elif name in ("FRAME", "READONLY_BUFFER"):
-            pass
-        elif name == "STOP":
-            self.root = stack.pop()
-        elif name == "MARK":
-            self.metastack.append(stack)
-            self.stack = []
-        elif name == "POP":
-            if stack:
-                stack.pop()
-            else:
-                self.pop_mark()
-        elif name == "POP_MARK":
-            self.pop_mark()
-        elif name == "DUP":
-            stack.append(stack[-1])
-        elif name in ("PUT", "BINPUT", "LONG_BINPUT"):
-            self.memo[arg] = stack[-1]
-        elif name == "MEMOIZE":
-            self.memo[len(self.memo)] = stack[-1]
-        elif name in ("GET", "BINGET", "LONG_BINGET"):
-            if arg not in self.memo:
-                raise CorruptPickle(f"memo entry {arg} read before it was written")
-            stack.append(self.memo[arg])
-        elif name == "EMPTY_LIST":
-            stack.append([])
-        elif name == "EMPTY_TUPLE":
-            stack.append(())
-        elif name == "EMPTY_DICT":
-            stack.append(Dict_())
-        elif name == "EMPTY_SET":
-            stack.append(Set_())
-        elif name == "LIST":
-            items = self.pop_mark()  # pop first: `self.stack` is another list afterwards
-            self.stack.append(list(items))
-        elif name == "TUPLE":
-            items = self.pop_mark()
-            self.stack.append(tuple(items))
-        elif name in ("TUPLE1", "TUPLE2", "TUPLE3"):
-            n = int(name[-1])
-            items = tuple(stack[-n:])
-            if len(items) != n:
-                raise CorruptPickle(f"{name} with fewer than {n} items")
-            del stack[-n:]
-            stack.append(items)
-        elif name == "DICT":
-            items = self.pop_mark()
-            node = Dict_()
-            self.set_items(node, items)
-            self.stack.append(node)
-        elif name == "FROZENSET":
-            items = self.pop_mark()
-            self.stack.append(Set_(items, frozen=True))
-        elif name == "APPEND":
-            value = stack.pop()
-            self.extend(stack[-1], [value])
-        elif name in ("APPENDS", "ADDITEMS"):
-            items = self.pop_mark()
-            self.extend(self.stack[-1], items)
-        elif name == "SETITEM":
-            value, key = stack.pop(), stack.pop()
-            self.set_items(stack[-1], [key, value])
-        elif name == "SETITEMS":
-            items = self.pop_mark()
-            self.set_items(self.stack[-1], items)
-        elif name in ("GLOBAL", "INST"):
-            module, _, attribute = arg.partition(" ")
-            if name == "GLOBAL":
-                self.add_global(module, attribute)
-            else:
-                args = tuple(self.pop_mark())
-                self.add_global(module, attribute)
-                self.call(self.stack.pop(), args, "inst")
-        elif name == "STACK_GLOBAL":
-            attribute, module = stack.pop(), stack.pop()
-            self.add_global(module, attribute)
-        elif name == "REDUCE":
-            args, func = stack.pop(), stack.pop()
-            self.call(func, args, "reduce")
-        elif name == "NEWOBJ":
-            args, cls = stack.pop(), stack.pop()
-            self.call(cls, args, "newobj")
-        elif name == "NEWOBJ_EX":
-            kwargs, args, cls = stack.pop(), stack.pop(), stack.pop()
-            self.call(cls, (args, kwargs), "newobj_ex")
-        elif name == "OBJ":
-            items = self.pop_mark()
-            if not items:
-                raise CorruptPickle("OBJ without a class")
-            self.call(items[0], tuple(items[1:]), "obj")
-        elif name == "BUILD":
-            state = stack.pop()
-            target = stack[-1]
-            self.builds.append((target, state))
-            if isinstance(target, Call):
-                target.state.append(state)
-        elif name == "PERSID":
-            stack.append(Persistent(arg))
-        elif name == "BINPERSID":
-            stack.append(Persistent(stack.pop()))
-        elif name == "NEXT_BUFFER":
-            stack.append(OutOfBand())
-        elif name in ("EXT1", "EXT2", "EXT4"):
-            raise CorruptPickle(f"copyreg extension code {arg}: unresolvable outside the producing process")
-        else:
+    def step(self, name: str, arg: Any) -> None:
+        handler = HANDLERS.get(name)
+        if handler is None:
             raise CorruptPickle(f"unsupported opcode {name}")
+        handler(self, name, arg)
+
+    # One handler per opcode family, each called as handler(machine, opcode name, argument).
+
+    def op_constant(self, name: str, arg: Any) -> None:
+        self.stack.append(bytes(arg) if name == "BYTEARRAY8" else arg)
+
+    def op_singleton(self, name: str, arg: Any) -> None:
+        self.stack.append(SINGLETONS[name])
+
+    def op_empty(self, name: str, arg: Any) -> None:
+        self.stack.append(EMPTY[name]())
+
+    def op_proto(self, name: str, arg: Any) -> None:
+        self.protocol = arg
+
+    def op_skip(self, name: str, arg: Any) -> None:
+        """Framing and buffer flags change nothing a loader builds."""
+
+    def op_stop(self, name: str, arg: Any) -> None:
+        self.root = self.stack.pop()
+
+    def op_mark(self, name: str, arg: Any) -> None:
+        self.metastack.append(self.stack)
+        self.stack = []
+
+    def op_pop(self, name: str, arg: Any) -> None:
+        if self.stack:
+            self.stack.pop()
+        else:
+            self.pop_mark()
+
+    def op_pop_mark(self, name: str, arg: Any) -> None:
+        self.pop_mark()
+
+    def op_dup(self, name: str, arg: Any) -> None:
+        self.stack.append(self.stack[-1])
+
+    def op_put(self, name: str, arg: Any) -> None:
+        self.memo[arg] = self.stack[-1]
+
+    def op_memoize(self, name: str, arg: Any) -> None:
+        self.memo[len(self.memo)] = self.stack[-1]
+
+    def op_get(self, name: str, arg: Any) -> None:
+        if arg not in self.memo:
+            raise CorruptPickle(f"memo entry {arg} read before it was written")
+        self.stack.append(self.memo[arg])
+
+    def op_list(self, name: str, arg: Any) -> None:
+        items = self.pop_mark()  # pop first: `self.stack` is another list afterwards
+        self.stack.append(list(items))
+
+    def op_tuple(self, name: str, arg: Any) -> None:
+        items = self.pop_mark()
+        self.stack.append(tuple(items))
+
+    def op_tuple_n(self, name: str, arg: Any) -> None:
+        n = int(name[-1])
+        items = tuple(self.stack[-n:])
+        if len(items) != n:
+            raise CorruptPickle(f"{name} with fewer than {n} items")
+        del self.stack[-n:]
+        self.stack.append(items)
+
+    def op_dict(self, name: str, arg: Any) -> None:
+        items = self.pop_mark()
+        node = Dict_()
+        self.set_items(node, items)
+        self.stack.append(node)
+
+    def op_frozenset(self, name: str, arg: Any) -> None:
+        items = self.pop_mark()
+        self.stack.append(Set_(items, frozen=True))
+
+    def op_append(self, name: str, arg: Any) -> None:
+        value = self.stack.pop()
+        self.extend(self.stack[-1], [value])
+
+    def op_appends(self, name: str, arg: Any) -> None:
+        items = self.pop_mark()
+        self.extend(self.stack[-1], items)
+
+    def op_setitem(self, name: str, arg: Any) -> None:
+        value, key = self.stack.pop(), self.stack.pop()
+        self.set_items(self.stack[-1], [key, value])
+
+    def op_setitems(self, name: str, arg: Any) -> None:
+        items = self.pop_mark()
+        self.set_items(self.stack[-1], items)
+
+    def op_global(self, name: str, arg: Any) -> None:
+        module, _, attribute = arg.partition(" ")
+        self.add_global(module, attribute)
+
+    def op_inst(self, name: str, arg: Any) -> None:
+        module, _, attribute = arg.partition(" ")
+        args = tuple(self.pop_mark())
+        self.add_global(module, attribute)
+        self.call(self.stack.pop(), args, "inst")
+
+    def op_stack_global(self, name: str, arg: Any) -> None:
+        attribute, module = self.stack.pop(), self.stack.pop()
+        self.add_global(module, attribute)
+
+    def op_reduce(self, name: str, arg: Any) -> None:
+        args, func = self.stack.pop(), self.stack.pop()
+        self.call(func, args, "reduce")
+
+    def op_newobj(self, name: str, arg: Any) -> None:
+        args, cls = self.stack.pop(), self.stack.pop()
+        self.call(cls, args, "newobj")
+
+    def op_newobj_ex(self, name: str, arg: Any) -> None:
+        kwargs, args, cls = self.stack.pop(), self.stack.pop(), self.stack.pop()
+        self.call(cls, (args, kwargs), "newobj_ex")
+
+    def op_obj(self, name: str, arg: Any) -> None:
+        items = self.pop_mark()
+        if not items:
+            raise CorruptPickle("OBJ without a class")
+        self.call(items[0], tuple(items[1:]), "obj")
+
+    def op_build(self, name: str, arg: Any) -> None:
+        state = self.stack.pop()
+        target = self.stack[-1]
+        self.builds.append((target, state))
+        if isinstance(target, Call):
+            target.state.append(state)
+
+    def op_persid(self, name: str, arg: Any) -> None:
+        self.stack.append(Persistent(arg))
+
+    def op_binpersid(self, name: str, arg: Any) -> None:
+        self.stack.append(Persistent(self.stack.pop()))
+
+    def op_next_buffer(self, name: str, arg: Any) -> None:
+        self.stack.append(OutOfBand())
+
+    def op_extension(self, name: str, arg: Any) -> None:
+        raise CorruptPickle(f"copyreg extension code {arg}: unresolvable outside the producing process")
+
+
+Handler = Callable[[_Machine, str, Any], None]
+HANDLERS: Dict[str, Handler] = {
+    **dict.fromkeys(CONSTANT_OPS, _Machine.op_constant),
+    **dict.fromkeys(SINGLETONS, _Machine.op_singleton),
+    **dict.fromkeys(EMPTY, _Machine.op_empty),
+    "PROTO": _Machine.op_proto,
+    "FRAME": _Machine.op_skip,
+    "READONLY_BUFFER": _Machine.op_skip,
+    "STOP": _Machine.op_stop,
+    "MARK": _Machine.op_mark,
+    "POP": _Machine.op_pop,
+    "POP_MARK": _Machine.op_pop_mark,
+    "DUP": _Machine.op_dup,
+    **dict.fromkeys(("PUT", "BINPUT", "LONG_BINPUT"), _Machine.op_put),
+    "MEMOIZE": _Machine.op_memoize,
+    **dict.fromkeys(("GET", "BINGET", "LONG_BINGET"), _Machine.op_get),
+    "LIST": _Machine.op_list,
+    "TUPLE": _Machine.op_tuple,
+    **dict.fromkeys(("TUPLE1", "TUPLE2", "TUPLE3"), _Machine.op_tuple_n),
+    "DICT": _Machine.op_dict,
+    "FROZENSET": _Machine.op_frozenset,
+    "APPEND": _Machine.op_append,
+    **dict.fromkeys(("APPENDS", "ADDITEMS"), _Machine.op_appends),
+    "SETITEM": _Machine.op_setitem,
+    "SETITEMS": _Machine.op_setitems,
+    "GLOBAL": _Machine.op_global,
+    "INST": _Machine.op_inst,
+    "STACK_GLOBAL": _Machine.op_stack_global,
+    "REDUCE": _Machine.op_reduce,
+    "NEWOBJ": _Machine.op_newobj,
+    "NEWOBJ_EX": _Machine.op_newobj_ex,
+    "OBJ": _Machine.op_obj,
+    "BUILD": _Machine.op_build,
+    "PERSID": _Machine.op_persid,
+    "BINPERSID": _Machine.op_binpersid,
+    "NEXT_BUFFER": _Machine.op_next_buffer,
+    **dict.fromkeys(("EXT1", "EXT2", "EXT4"), _Machine.op_extension),
+}
 
 
 def run(data: bytes, budget: Optional[Budget] = None) -> Trace:

@@ -5,7 +5,7 @@ float for each (and None for clip_range_vf) and rebuilds its FloatSchedule at lo
 replaced when it holds code, is corrupt or dangerous, or needs a module outside SB3's own stack.
 Where each number comes from, in order: the user's option; a float constant found statically in the
 pickled code (closure cell or literal); for the learning rate the optimizer's last rate when it is
-above 0; SB3's default (knowledge notes §4c). A number found in the file that SB3 cannot train with
+above 0; SB3's default (docs/knowledge/sb3-model-files.md §4c). A number found in the file that SB3 cannot train with
 (NaN, infinite, negative, or not a number at all) is never used: the next source gives it, and a
 plain schedule value of that kind is replaced too.
 """

@@ -1,7 +1,7 @@
 """Parsing the `system_info.txt` SB3 writes into every model since 1.2.0: who saved the file, with what.
 
 Lines look like `- Python: 3.11.7`; the Python line is the most precise statement of the producing
-interpreter (knowledge notes §3b), so it is kept only when it has the shape of a real CPython version
+interpreter (docs/knowledge/sb3-model-files.md §3b), so it is kept only when it has the shape of a real CPython version
 (`platform.python_version()`: 2.0–2.7 or 3.0–3.30, a micro, maybe a pre-release or `+`). Anything else
 is recorded under `python_unrecognised` and never names the producer.
 """

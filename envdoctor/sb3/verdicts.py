@@ -1,6 +1,6 @@
 """Judging a model's static facts against a target interpreter (pure functions over facts).
 
-Measured (knowledge notes §3c, §4b): code pickled by another CodeType layout fails to unpickle with
+Measured (docs/knowledge/sb3-model-files.md §3c, §4b): code pickled by another CodeType layout fails to unpickle with
 TypeError, which SB3 catches, warns about and replaces by the constructor default; code of the same
 layout but another minor version unpickles fine and can segfault when called. `learning_rate` (and
 `lr_schedule`) are called while loading, `clip_range`/`clip_range_vf` in `train()`.

@@ -11,11 +11,13 @@ exits when the stage runs past its limit.
 Events go to the original stdout as lines starting with MARK. The stages' own output (and anything a
 native library prints) is sent to stderr by pointing fd 1 at fd 2, so it can never look like an event.
 
-Stdlib only, Python 3.8 syntax, never imports envdoctor.
+Stdlib only, Python 3.8 syntax, never imports envdoctor. The doctor imports this module for STAGES
+and MARK, the one copy of the stage table and the event marker, so importing it runs nothing.
 Arguments: --until STAGE, --device auto|cpu|cuda, --limits JSON {stage: seconds}, --deadline SECONDS.
 """
 
 import argparse
+import collections
 import faulthandler
 import importlib.util
 import io
@@ -30,6 +32,14 @@ MARK = "@envdoctor-probe "
 INNERMOST_FRAMES = 8
 PARTIAL_MODULE = re.compile(r"partially initialized module '([^']+)'")
 EVENTS = None  # the original stdout, opened in main()
+
+
+class Stage(collections.namedtuple("Stage", "id title limit_s function modules needs cuda", defaults=((), (), False))):
+    """One rung: its id, what a person reads, how long it may take before it counts as a hang, the
+    function that runs it, the modules it imports that may be missing, the stages that must have
+    passed first, and whether it uses the GPU."""
+
+    __slots__ = ()
 
 
 class Skip(Exception):
@@ -283,21 +293,23 @@ def stage_save_load(ctx):
     return {"zip_bytes": size}
 
 
-# (id, function, modules it imports that may be missing, stages it needs to have passed)
+# The one stage table: the doctor reads it by importing this module, the probe runs it.
 STAGES = (
-    ("interpreter", stage_interpreter, (), ()),
-    ("import_numpy", stage_import_numpy, ("numpy",), ()),
-    ("import_torch", stage_import_torch, ("torch",), ()),
-    ("cpu_ops", stage_cpu_ops, (), ("import_torch",)),
-    ("thread_pools", stage_thread_pools, (), ("import_torch",)),
-    ("cuda_init", stage_cuda_init, (), ("import_torch",)),
-    ("cuda_matmul", stage_cuda_matmul, (), ("cuda_init",)),
-    ("import_gymnasium", stage_import_gymnasium, ("gymnasium",), ("import_numpy",)),
-    ("import_sb3", stage_import_sb3, ("stable_baselines3",), ("import_torch", "import_gymnasium")),
-    ("import_sb3_contrib", stage_import_sb3_contrib, ("sb3_contrib",), ("import_sb3",)),
-    ("maskable_ppo", stage_maskable_ppo, (), ("import_sb3_contrib",)),
-    ("learn", stage_learn, (), ("maskable_ppo",)),
-    ("save_load", stage_save_load, (), ("learn",)),
+    Stage("interpreter", "interpreter start", 30, stage_interpreter),
+    Stage("import_numpy", "import numpy", 60, stage_import_numpy, modules=("numpy",)),
+    Stage("import_torch", "import torch", 120, stage_import_torch, modules=("torch",)),
+    Stage("cpu_ops", "CPU tensor op + BLAS matmul", 60, stage_cpu_ops, needs=("import_torch",)),
+    Stage("thread_pools", "thread pools (OpenMP/BLAS)", 30, stage_thread_pools, needs=("import_torch",)),
+    Stage("cuda_init", "CUDA init + device properties", 120, stage_cuda_init, needs=("import_torch",), cuda=True),
+    Stage("cuda_matmul", "CUDA matmul", 60, stage_cuda_matmul, needs=("cuda_init",), cuda=True),
+    Stage("import_gymnasium", "import gymnasium", 60, stage_import_gymnasium, modules=("gymnasium",), needs=("import_numpy",)),
+    Stage("import_sb3", "import stable_baselines3", 60, stage_import_sb3, modules=("stable_baselines3",), needs=("import_torch", "import_gymnasium")),
+    Stage("import_sb3_contrib", "import sb3_contrib", 60, stage_import_sb3_contrib, modules=("sb3_contrib",), needs=("import_sb3",)),
+    # Constructing the first model imports torch._dynamo (Optimizer.__init__ does), most of its time
+    # (docs/knowledge/sb3-model-files.md §1).
+    Stage("maskable_ppo", "MaskablePPO construct", 120, stage_maskable_ppo, needs=("import_sb3_contrib",)),
+    Stage("learn", "learn 64 steps", 120, stage_learn, needs=("maskable_ppo",)),
+    Stage("save_load", "save/load round trip", 60, stage_save_load, needs=("learn",)),
 )
 
 
@@ -379,26 +391,26 @@ def arm_watchdog(stage, limits, deadline):
     return limit
 
 
-def run_stage(ctx, stage, function, modules, needs, limits, deadline):
+def run_stage(ctx, stage, limits, deadline):
     """Announce the stage before anything of it runs: even the look-up of its modules can crash."""
-    emit("begin", stage=stage, limit_s=round(arm_watchdog(stage, limits, deadline), 3))
+    emit("begin", stage=stage.id, limit_s=round(arm_watchdog(stage.id, limits, deadline), 3))
     started = time.monotonic()
     fields = {}
     try:
-        why_not = blocked(ctx, modules, needs)
+        why_not = blocked(ctx, stage.modules, stage.needs)
         if why_not:
             status, fields["reason"], fields["missing"] = why_not
         else:
-            fields["details"] = function(ctx)
+            fields["details"] = stage.function(ctx)
             status = "passed"
     except Skip as reason:
         status, fields["reason"] = "skipped", str(reason)
     except BaseException as error:  # a stage's failure is the result, whatever it raises
         status, fields["error"] = "failed", describe_exception(error)
     faulthandler.cancel_dump_traceback_later()
-    ctx["status"][stage], ctx["missing"][stage] = status, fields.get("missing")
-    ctx["passed"][stage] = status == "passed"
-    emit("end", stage=stage, status=status, duration_s=round(time.monotonic() - started, 4), **fields)
+    ctx["status"][stage.id], ctx["missing"][stage.id] = status, fields.get("missing")
+    ctx["passed"][stage.id] = status == "passed"
+    emit("end", stage=stage.id, status=status, duration_s=round(time.monotonic() - started, 4), **fields)
 
 
 def parse_arguments(argv):
@@ -418,14 +430,14 @@ def main(argv):
     sys.stdout.flush()
     os.dup2(2, 1)
     faulthandler.enable(all_threads=True)
-    names = [stage for stage, _, _, _ in STAGES]
+    names = [stage.id for stage in STAGES]
     last = names.index(arguments.until) if arguments.until in names else len(names) - 1
     emit("plan", stages=names[: last + 1], python=sys.version.split()[0], pid=os.getpid())
     ctx = {"device": arguments.device, "status": {}, "passed": {}, "missing": {}}
     limits = json.loads(arguments.limits)
     deadline = started + arguments.deadline
-    for stage, function, modules, needs in STAGES[: last + 1]:
-        run_stage(ctx, stage, function, modules, needs, limits, deadline)
+    for stage in STAGES[: last + 1]:
+        run_stage(ctx, stage, limits, deadline)
     emit("done", duration_s=round(time.monotonic() - started, 4))
     EVENTS.close()
     sys.stderr.flush()
