@@ -25,8 +25,8 @@ from envdoctor.collect.target import CollectorError, run_target_script
 from envdoctor.probe.bisection import workers as usable_workers
 from envdoctor.proc import ChildResult, stream_child
 from envdoctor.target import script_source
+from envdoctor.target.imports import MARK
 
-MARK = "@envdoctor-imports "
 DEFAULT_MODULE_TIMEOUT_S = 60.0
 STARTUP_S = 30.0  # per child, on top of its imports' own limits: the interpreter's start, the watchdog's dump
 BATCHES_PER_WORKER = 3  # small enough to share the work evenly, large enough that heavy imports repeat rarely
