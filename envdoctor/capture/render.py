@@ -3,16 +3,14 @@ crash section at the top of the Markdown report (the shared renderers draw the f
 
 from __future__ import annotations
 
-import io
 from typing import List, Optional
 
-from rich.console import Console
 from rich.text import Text
 
 from envdoctor.capture import stacks
 from envdoctor.capture.chart import amount, text_chart
 from envdoctor.model import Report, Severity
-from envdoctor.render import markdown
+from envdoctor.render import kit, markdown
 from envdoctor.render.escape import escaped
 from envdoctor.render.diagnosis import markdown_lines
 from envdoctor.render.terminal import diagnosis_block, finding_block
@@ -71,8 +69,7 @@ def terminal_summary(report: Report, saved: List[str], color: bool, width: int =
     """What the user sees on stderr after an abnormal ending: where it died, memory, verdicts, files."""
     report = escaped(report)
     run = report.run
-    buffer = io.StringIO()
-    console = Console(file=buffer, force_terminal=color, no_color=not color, width=width, highlight=False, emoji=False)
+    console = kit.console(width, color)
     console.print(Text.assemble(("envdoctor: ", "bold"), ("command " + headline(run), "bold red")))
     diagnosis_block(console, report)
     python_stacks = run.get("python_stacks") or {}
@@ -90,11 +87,11 @@ def terminal_summary(report: Report, saved: List[str], color: bool, width: int =
     if saved:
         beside = ", ".join(path.rsplit(".", 1)[-1] for path in saved[1:])
         console.print(Text(f"  Report: {saved[0]}" + (f" (with {beside} beside it)" if beside else ""), style="bold"))
-    return buffer.getvalue()
+    return kit.drawn(console)
 
 
 def code_block(lines: List[str], language: str = "text") -> str:
-    return markdown.fence("\n".join(lines), language)
+    return kit.fence("\n".join(lines), language)
 
 
 def thread_section(thread: dict, crashed: bool) -> str:
@@ -103,7 +100,7 @@ def thread_section(thread: dict, crashed: bool) -> str:
     native = [f"#{f['index']} {f['function']}" + (f" at {f['location']}" if f.get("location") else "") for f in thread.get("native_frames") or ()]
     parts = [f"**{title}** (most recent call first)\n", code_block(lines, "python")]
     if native:
-        parts.append(markdown.folded(f"native frames ({len(native)})", "\n".join(native), "text"))
+        parts.append(kit.folded(f"native frames ({len(native)})", "\n".join(native), "text"))
     return "\n".join(parts)
 
 
@@ -128,7 +125,7 @@ def markdown_section(report: Report, picture_name: Optional[str]) -> str:
             + "\n".join(f"  #{f['index']} {f['function']}" + (f" at {f['location']}" if f.get("location") else "") for f in t["frames"])
             for t in native["threads"]
         )
-        parts += ["### Native stacks (gdb)", "", markdown.folded(f"{len(native['threads'])} threads, stopped by {native.get('signal')}", body, "text")]
+        parts += ["### Native stacks (gdb)", "", kit.folded(f"{len(native['threads'])} threads, stopped by {native.get('signal')}", body, "text")]
     memory = run["memory"]
     parts += ["### Memory", ""]
     if picture_name:
