@@ -28,6 +28,7 @@ from click.testing import CliRunner
 from envdoctor.capture.render import markdown_report, one_line, terminal_summary
 from envdoctor.cli import cli
 from envdoctor.engine import read_report
+from envdoctor.model import Report
 from envdoctor.render import json as json_renderer
 from envdoctor.render import markdown, terminal
 from envdoctor.sb3.render import report_markdown, report_terminal
@@ -119,3 +120,12 @@ def test_every_golden_file_has_a_view():
     """A golden file left behind by a renamed view would pass unnoticed; those of test_render stay."""
     kept = {"report.txt", "report-verbose.txt", "report.md", "recorded/README.md"}
     assert {p.relative_to(GOLDEN).as_posix() for p in GOLDEN.rglob("*") if p.is_file()} == set(VIEWS) | kept
+
+
+def test_a_zero_width_character_in_a_recorded_name_is_shown_escaped():
+    """The views escape what they show as the model reader escapes a member's name: a zero-width space
+    would make two names look alike."""
+    document = json.loads(INSPECTED.read_text(encoding="utf-8"))
+    document["facts"]["models"]["files"][0]["members"][0]["name"] = "data\u200b"
+    shown = report_terminal(Report.from_json(document))
+    assert "  data\\u200b " in shown and "\u200b" not in shown
