@@ -4,7 +4,7 @@ The inputs are recorded: reports under tests/data/reports and reports/samples, t
 reads under tests/data/fix, and under tests/data/render/recorded an `inspect --json` of a hostile model
 and the crash report `envdoctor run` saved (its README says how they were made). diff, fleet and fix are
 run through the command line in process (click's CliRunner), so the output options are covered too;
-check, inspect and run views through their renderers, as a recorded report must be shown as it was
+check, inspect and run views through their renderers (render.view.Renderer), as a recorded report must be shown as it was
 judged. Terminal views are the plain ones a pipe gets: no colour, the renderers' fixed width. The
 JSON view of a recorded inspect or crash report is the recorded file itself, byte for byte.
 
@@ -25,13 +25,12 @@ from typing import Callable, Dict
 import pytest
 from click.testing import CliRunner
 
-from envdoctor.capture.render import markdown_report, one_line, terminal_summary
+from envdoctor.capture.render import CrashRenderer, one_line
 from envdoctor.cli import cli
 from envdoctor.engine import read_report
 from envdoctor.model import Report
-from envdoctor.render import json as json_renderer
-from envdoctor.render import markdown, terminal
-from envdoctor.sb3.render import report_markdown, report_terminal
+from envdoctor.render.view import ReportRenderer
+from envdoctor.sb3.render import ModelsRenderer
 
 REPO = Path(__file__).parent.parent
 GOLDEN = REPO / "tests" / "data" / "render"
@@ -43,7 +42,7 @@ INSPECTED = RECORDED / "inspect-dangerous-model.json"
 CRASHED = RECORDED / "run-segv-worker.json"
 SEED = "tests/data/fix/seed-py38-torch231-cu121.json"
 K80 = "tests/data/fix/driver-470-k80.json"
-CRASH_FILES = ["reports/crash-20261123-212752-5a0326.json", "reports/crash-20261123-212752-5a0326.png", "reports/crash-20261123-212752-5a0326.md"]
+CRASH_FILES = ("reports/crash-20261123-212752-5a0326.json", "reports/crash-20261123-212752-5a0326.png", "reports/crash-20261123-212752-5a0326.md")
 UPDATE = os.environ.get("ENVDOCTOR_UPDATE_GOLDEN") == "1"
 
 
@@ -60,9 +59,9 @@ def command(*args: str) -> str:
 
 def check_views(name: str, path: Path) -> Dict[str, Callable[[], str]]:
     return {
-        f"check-{name}.txt": lambda: terminal.render(read_report(path)),
-        f"check-{name}-verbose.txt": lambda: terminal.render(read_report(path), verbose=True),
-        f"check-{name}.md": lambda: markdown.render(read_report(path)),
+        f"check-{name}.txt": lambda: ReportRenderer(read_report(path)).terminal(),
+        f"check-{name}-verbose.txt": lambda: ReportRenderer(read_report(path)).terminal(verbose=True),
+        f"check-{name}.md": lambda: ReportRenderer(read_report(path)).markdown(),
     }
 
 
@@ -86,14 +85,14 @@ def fix_views(name: str, *args: str) -> Dict[str, Callable[[], str]]:
 VIEWS: Dict[str, Callable[[], str]] = {
     **check_views("h100-cu130", SAMPLE),
     **check_views("v100-old-driver", OLD_DRIVER),
-    "check-v100-old-driver.json": lambda: json_renderer.render(read_report(OLD_DRIVER)),
-    "inspect.txt": lambda: report_terminal(read_report(INSPECTED)),
-    "inspect-verbose.txt": lambda: report_terminal(read_report(INSPECTED), verbose=True),
-    "inspect.md": lambda: report_markdown(read_report(INSPECTED)),
-    "recorded/inspect-dangerous-model.json": lambda: json_renderer.render(read_report(INSPECTED)),
-    "run-crash.txt": lambda: terminal_summary(read_report(CRASHED), CRASH_FILES, color=False),
-    "run-crash.md": lambda: markdown_report(read_report(CRASHED), "crash-20261123-212752-5a0326.png"),
-    "recorded/run-segv-worker.json": lambda: json_renderer.render(read_report(CRASHED)),
+    "check-v100-old-driver.json": lambda: ReportRenderer(read_report(OLD_DRIVER)).json(),
+    "inspect.txt": lambda: ModelsRenderer(read_report(INSPECTED)).terminal(),
+    "inspect-verbose.txt": lambda: ModelsRenderer(read_report(INSPECTED)).terminal(verbose=True),
+    "inspect.md": lambda: ModelsRenderer(read_report(INSPECTED)).markdown(),
+    "recorded/inspect-dangerous-model.json": lambda: ModelsRenderer(read_report(INSPECTED)).json(),
+    "run-crash.txt": lambda: CrashRenderer(read_report(CRASHED), CRASH_FILES).terminal(),
+    "run-crash.md": lambda: CrashRenderer(read_report(CRASHED), picture="crash-20261123-212752-5a0326.png").markdown(),
+    "recorded/run-segv-worker.json": lambda: CrashRenderer(read_report(CRASHED)).json(),
     "run-clean.txt": lambda: one_line(read_report(CRASHED).run) + "\n",
     **command_views("diff", "diff", f"{REPORTS}/h100-cu130.json", f"{REPORTS}/v100-old-driver.json"),
     **command_views("fleet", "fleet", "--reports", REPORTS, "--workers", "1"),
@@ -127,5 +126,5 @@ def test_a_zero_width_character_in_a_recorded_name_is_shown_escaped():
     would make two names look alike."""
     document = json.loads(INSPECTED.read_text(encoding="utf-8"))
     document["facts"]["models"]["files"][0]["members"][0]["name"] = "data\u200b"
-    shown = report_terminal(Report.from_json(document))
+    shown = ModelsRenderer(Report.from_json(document)).terminal()
     assert "  data\\u200b " in shown and "\u200b" not in shown

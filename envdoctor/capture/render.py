@@ -3,7 +3,8 @@ crash section at the top of the Markdown report (the shared renderers draw the f
 
 from __future__ import annotations
 
-from typing import List, Optional
+from dataclasses import dataclass
+from typing import List, Optional, Sequence
 
 from rich.text import Text
 
@@ -14,6 +15,7 @@ from envdoctor.render import kit, markdown
 from envdoctor.render.escape import escaped
 from envdoctor.render.diagnosis import markdown_lines
 from envdoctor.render.terminal import diagnosis_block, finding_block
+from envdoctor.render.view import ReportRenderer
 
 STACK_LINES = 8
 
@@ -149,3 +151,18 @@ def markdown_section(report: Report, picture_name: Optional[str]) -> str:
 
 def markdown_report(report: Report, picture_name: Optional[str]) -> str:
     return markdown_section(escaped(report), picture_name) + "\n" + markdown.render(report, cause_shown=True)
+
+
+@dataclass(frozen=True)
+class CrashRenderer(ReportRenderer):
+    """`envdoctor run`'s crash report: the summary on stderr naming the `saved` files, and the Markdown
+    saved beside the JSON, showing the memory `picture` saved with them."""
+
+    saved: Sequence[str] = ()
+    picture: Optional[str] = None
+
+    def terminal(self, verbose: bool = False, color: bool = False) -> str:
+        return terminal_summary(self.report, list(self.saved), color)
+
+    def markdown(self) -> str:
+        return markdown_report(self.report, self.picture)

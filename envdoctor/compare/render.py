@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json as jsonlib
 from collections import Counter
+from dataclasses import dataclass
 from typing import Iterable, Optional
 
 from rich.console import Console
@@ -140,3 +141,19 @@ def markdown(comparison: Comparison) -> str:
             "| Kind | Name | A | B |", "|---|---|---|---|", rows, "", "</details>", "",
         ]
     return "\n".join(parts)
+
+
+@dataclass(frozen=True)
+class ComparisonRenderer:
+    """`envdoctor diff`'s comparison in the terminal, as Markdown and as JSON."""
+
+    comparison: Comparison
+
+    def terminal(self, verbose: bool = False, color: bool = False) -> str:
+        return terminal(self.comparison, verbose=verbose, color=color)
+
+    def markdown(self) -> str:
+        return markdown(self.comparison)
+
+    def json(self) -> str:
+        return json(self.comparison)

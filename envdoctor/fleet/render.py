@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json as jsonlib
 from collections import Counter
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Callable, List, Sequence, Tuple, Union
 
 from rich.console import Console
@@ -209,3 +209,19 @@ def markdown(view: FleetView) -> str:
         if groups:
             parts += [f"### {heading}", "", *(f"- {markdown_item(g)}" for g in groups), *([f"- {rest}"] if rest else []), ""]
     return "\n".join(parts)
+
+
+@dataclass(frozen=True)
+class FleetRenderer:
+    """`envdoctor fleet`'s view in the terminal, as Markdown and as JSON."""
+
+    view: FleetView
+
+    def terminal(self, verbose: bool = False, color: bool = False) -> str:
+        return terminal(self.view, verbose=verbose, color=color)
+
+    def markdown(self) -> str:
+        return markdown(self.view)
+
+    def json(self) -> str:
+        return json(self.view)

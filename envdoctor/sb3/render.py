@@ -6,6 +6,7 @@ module only lays out the model's own facts (members, who saved it, each entry's 
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import PurePath
 from typing import Any, Callable, Iterator, List, Mapping
 
@@ -17,6 +18,7 @@ from envdoctor.render import kit, summary_line
 from envdoctor.render.escape import escaped
 from envdoctor.render.diagnosis import markdown_lines
 from envdoctor.render.terminal import diagnosis_block, finding_block
+from envdoctor.render.view import ReportRenderer
 from envdoctor.sb3 import verdicts
 
 SHOWN = 20  # list items shown per model; the JSON report keeps them all
@@ -153,3 +155,14 @@ def report_markdown(report: Report) -> str:
     parts += [markdown(model, models["target"]) for model in models["files"]]
     parts += [markdown_renderer.finding_section(f) for f in report.findings]
     return "\n".join(parts)
+
+
+@dataclass(frozen=True)
+class ModelsRenderer(ReportRenderer):
+    """`envdoctor inspect`'s report: each model's forensics before the findings about them."""
+
+    def terminal(self, verbose: bool = False, color: bool = False) -> str:
+        return report_terminal(self.report, verbose=verbose, color=color)
+
+    def markdown(self) -> str:
+        return report_markdown(self.report)
