@@ -3,19 +3,19 @@ crash section at the top of the Markdown report (the shared renderers draw the f
 
 from __future__ import annotations
 
-import io
-from typing import List, Optional
+from dataclasses import dataclass
+from typing import List, Optional, Sequence
 
-from rich.console import Console
 from rich.text import Text
 
 from envdoctor.capture import stacks
 from envdoctor.capture.chart import amount, text_chart
 from envdoctor.model import Report, Severity
-from envdoctor.render import markdown
+from envdoctor.render import kit, markdown
 from envdoctor.render.escape import escaped
 from envdoctor.render.diagnosis import markdown_lines
 from envdoctor.render.terminal import diagnosis_block, finding_block
+from envdoctor.render.view import ReportRenderer
 
 STACK_LINES = 8
 
@@ -71,8 +71,7 @@ def terminal_summary(report: Report, saved: List[str], color: bool, width: int =
     """What the user sees on stderr after an abnormal ending: where it died, memory, verdicts, files."""
     report = escaped(report)
     run = report.run
-    buffer = io.StringIO()
-    console = Console(file=buffer, force_terminal=color, no_color=not color, width=width, highlight=False, emoji=False)
+    console = kit.console(width, color)
     console.print(Text.assemble(("envdoctor: ", "bold"), ("command " + headline(run), "bold red")))
     diagnosis_block(console, report)
     python_stacks = run.get("python_stacks") or {}
@@ -90,11 +89,11 @@ def terminal_summary(report: Report, saved: List[str], color: bool, width: int =
     if saved:
         beside = ", ".join(path.rsplit(".", 1)[-1] for path in saved[1:])
         console.print(Text(f"  Report: {saved[0]}" + (f" (with {beside} beside it)" if beside else ""), style="bold"))
-    return buffer.getvalue()
+    return kit.drawn(console)
 
 
 def code_block(lines: List[str], language: str = "text") -> str:
-    return markdown.fence("\n".join(lines), language)
+    return kit.fence("\n".join(lines), language)
 
 
 def thread_section(thread: dict, crashed: bool) -> str:
@@ -103,7 +102,7 @@ def thread_section(thread: dict, crashed: bool) -> str:
     native = [f"#{f['index']} {f['function']}" + (f" at {f['location']}" if f.get("location") else "") for f in thread.get("native_frames") or ()]
     parts = [f"**{title}** (most recent call first)\n", code_block(lines, "python")]
     if native:
-        parts.append(markdown.folded(f"native frames ({len(native)})", "\n".join(native), "text"))
+        parts.append(kit.folded(f"native frames ({len(native)})", "\n".join(native), "text"))
     return "\n".join(parts)
 
 
@@ -128,7 +127,7 @@ def markdown_section(report: Report, picture_name: Optional[str]) -> str:
             + "\n".join(f"  #{f['index']} {f['function']}" + (f" at {f['location']}" if f.get("location") else "") for f in t["frames"])
             for t in native["threads"]
         )
-        parts += ["### Native stacks (gdb)", "", markdown.folded(f"{len(native['threads'])} threads, stopped by {native.get('signal')}", body, "text")]
+        parts += ["### Native stacks (gdb)", "", kit.folded(f"{len(native['threads'])} threads, stopped by {native.get('signal')}", body, "text")]
     memory = run["memory"]
     parts += ["### Memory", ""]
     if picture_name:
@@ -152,3 +151,18 @@ def markdown_section(report: Report, picture_name: Optional[str]) -> str:
 
 def markdown_report(report: Report, picture_name: Optional[str]) -> str:
     return markdown_section(escaped(report), picture_name) + "\n" + markdown.render(report, cause_shown=True)
+
+
+@dataclass(frozen=True)
+class CrashRenderer(ReportRenderer):
+    """`envdoctor run`'s crash report: the summary on stderr naming the `saved` files, and the Markdown
+    saved beside the JSON, showing the memory `picture` saved with them."""
+
+    saved: Sequence[str] = ()
+    picture: Optional[str] = None
+
+    def terminal(self, verbose: bool = False, color: bool = False) -> str:
+        return terminal_summary(self.report, list(self.saved), color)
+
+    def markdown(self) -> str:
+        return markdown_report(self.report, self.picture)

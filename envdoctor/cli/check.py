@@ -21,8 +21,7 @@ from envdoctor.model import Severity
 from envdoctor.probe import ProbeOptions
 from envdoctor.probe.progress import ProgressPrinter
 from envdoctor.probe.runner import DEFAULT_TIMEOUT_S
-from envdoctor.render import json as json_renderer
-from envdoctor.render import markdown, terminal
+from envdoctor.render.view import ReportRenderer
 from envdoctor.store import save_report
 
 DEFAULT_REPORT_DIR = Path("reports")
@@ -122,7 +121,7 @@ def check(python, json_out, markdown_out, report_dir, no_save, fail_on, only, sk
         report = judged(report, policy, selection.only, selection.skip)
     if not no_save and (report_dir or not from_report):
         saved(report, report_dir)
-    emit(report, json_out, markdown_out, verbose, json=json_renderer.render, markdown=markdown.render, terminal=terminal.render)
+    emit(ReportRenderer(report), json_out, markdown_out, verbose)
     failing = engine.at_or_above(report.findings, Severity(fail_on))
     return EXIT_FINDINGS if failing else EXIT_OK
 

@@ -9,7 +9,8 @@ import click
 from envdoctor import engine
 from envdoctor.cli import EXIT_FINDINGS, EXIT_OK
 from envdoctor.cli.options import emit, output_options
-from envdoctor.compare import compare, render
+from envdoctor.compare import compare
+from envdoctor.compare.render import ComparisonRenderer
 
 
 @click.command()
@@ -23,5 +24,5 @@ def diff(report_a, report_b, json_out, markdown_out, verbose) -> int:
     Exits 1 when a difference that matters or a finding on one side only is found, 0 otherwise.
     """
     comparison = compare(engine.read_report(report_a), engine.read_report(report_b), str(report_a), str(report_b))
-    emit(comparison, json_out, markdown_out, verbose, json=render.json, markdown=render.markdown, terminal=render.terminal)
+    emit(ComparisonRenderer(comparison), json_out, markdown_out, verbose)
     return EXIT_FINDINGS if comparison.matters else EXIT_OK

@@ -23,11 +23,11 @@ from envdoctor.errors import UsageError
 from envdoctor.fix import apply as applying
 from envdoctor.fix import installer as installers
 from envdoctor.fix import record as records
-from envdoctor.fix import render
 from envdoctor.fix.facts import gather
 from envdoctor.fix.mixed_wheels import plan_mixed_wheels
 from envdoctor.fix.pin_cuda import COMPANIONS, Request, plan_pin_cuda
 from envdoctor.fix.plan import Plan
+from envdoctor.fix.render import PlanRenderer
 from envdoctor.fix.threads import plan_threads
 
 SECTIONS = {"pin-cuda": ("target", "gpu", "pythons"), "mixed-wheels": ("target",), "threads": ("cpu", "environ")}
@@ -59,17 +59,18 @@ def make_plan(action, facts, python, installer_name, request) -> tuple:
     return plan_mixed_wheels(facts, installer), installer
 
 
-def show(plan: Plan, result, fmt: str, json_out: Optional[str]) -> None:
+def show(shown: PlanRenderer, fmt: str, json_out: Optional[str]) -> None:
+    """The plan (and its result) in the format asked for; a text plan was shown before it was carried out."""
     if json_out:
-        write_output(render.as_json(plan, result), json_out)
+        write_output(shown.json(), json_out)
     if json_out == STDOUT:
         return
     if fmt == "json":
-        click.echo(render.as_json(plan, result), nl=False)
+        click.echo(shown.json(), nl=False)
     elif fmt == "sh":
-        click.echo(render.sh(plan), nl=False)
-    elif result is not None:
-        click.echo(render.result_text(result), nl=False)
+        click.echo(shown.sh(), nl=False)
+    elif shown.result is not None:
+        click.echo(shown.terminal(), nl=False)
 
 
 NO_ANSWER = "no answer at the prompt: standard input is closed or at its end; pass --yes to carry out the plan without asking"
@@ -112,9 +113,9 @@ def run_rollback(record_path: str, python: Optional[str], installer_name: Option
     record = replace(record, installer=rollback_installer(record, record_path, python, installer_name))
     plan = applying.plan_restore(record)
     if fmt == "text" and json_out != STDOUT:
-        click.echo(render.text(plan), nl=False)
+        click.echo(PlanRenderer(plan).terminal(), nl=False)
     result = applying.restore(record, plan, progress, confirm=applying.always if yes else prompt)
-    show(plan, result, fmt, json_out)
+    show(PlanRenderer(plan, result), fmt, json_out)
     return EXIT_OK if result.outcome.succeeded else EXIT_FINDINGS
 
 
@@ -148,9 +149,9 @@ def fix(pin_cuda, torch_version, with_packages, mixed_wheels, threads, rollback,
     facts, target = read_facts(action, python, from_report)
     plan, installer = make_plan(action, facts, target, installer_name, Request(pin_cuda or "", torch_version, tuple(with_packages), force))
     if fmt == "text" and json_out != STDOUT:
-        click.echo(render.text(plan), nl=False)
+        click.echo(PlanRenderer(plan).terminal(), nl=False)
     if not do_apply:
-        show(plan, None, fmt, json_out)
+        show(PlanRenderer(plan), fmt, json_out)
         if plan.applicable and fmt == "text" and json_out != STDOUT:
             click.echo("\nNothing was changed. Run again with --apply to carry out the plan.")
         return EXIT_FINDINGS if plan.blocked else EXIT_OK
@@ -158,5 +159,5 @@ def fix(pin_cuda, torch_version, with_packages, mixed_wheels, threads, rollback,
         raise UsageError("--apply records and rolls back pip and uv plans only; run this plan's conda commands yourself (`conda install --revision N` undoes them)")
     confirm = applying.always if yes else prompt
     result = applying.apply(plan, installer, facts["target"].get("distributions", ()), report_dir, confirm, progress)
-    show(plan, result, fmt, json_out)
+    show(PlanRenderer(plan, result), fmt, json_out)
     return EXIT_OK if result.outcome.succeeded else EXIT_FINDINGS

@@ -14,9 +14,9 @@ from envdoctor.cli import EXIT_FINDINGS, EXIT_OK
 from envdoctor.cli.options import emit, note, output_options
 from envdoctor.cli.params import DAY_S, Seconds
 from envdoctor.errors import UsageError
-from envdoctor.fleet import render
 from envdoctor.fleet.aggregate import aggregate
 from envdoctor.fleet.nodes import NodeJudge, summarize
+from envdoctor.fleet.render import FleetRenderer
 from envdoctor.fleet.sources import collect_from_ray, read_reports
 from envdoctor.fleet.stream import mapped
 from envdoctor.render.escape import escape_control
@@ -100,5 +100,5 @@ def fleet(more_reports, address, reports_dir, python, no_probe, timeout, report_
     else:
         sources = read_reports([reports_dir, *more_reports])
     view = aggregate(mapped(partial(summarize, judge=judge), sources, workers), str(report_dir) if report_dir else None, workers)
-    emit(view, json_out, markdown_out, verbose, json=render.json, markdown=render.markdown, terminal=render.terminal)
+    emit(FleetRenderer(view), json_out, markdown_out, verbose)
     return EXIT_FINDINGS if view.deviating else EXIT_OK

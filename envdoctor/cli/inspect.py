@@ -12,9 +12,8 @@ from envdoctor.cli import EXIT_FINDINGS, EXIT_OK
 from envdoctor.cli.options import emit, output_options, resolve_python
 from envdoctor.errors import UsageError
 from envdoctor.model import Severity
-from envdoctor.render import json as json_renderer
-from envdoctor.sb3 import render
-from envdoctor.sb3.archive import printable
+from envdoctor.render.escape import escape_control
+from envdoctor.sb3.render import ModelsRenderer
 from envdoctor.sb3.sanitize import sanitize
 
 
@@ -28,7 +27,7 @@ def inspect_command(model, python, json_out, markdown_out, fail_on, verbose) -> 
     """Read an SB3 model zip without running it: who saved it, what each pickled entry holds, and what
     loading it here would do."""
     report = engine.inspect_models(resolve_python(python), [model])
-    emit(report, json_out, markdown_out, verbose, json=json_renderer.render, markdown=render.report_markdown, terminal=render.report_terminal)
+    emit(ModelsRenderer(report), json_out, markdown_out, verbose)
     return EXIT_FINDINGS if engine.at_or_above(report.findings, Severity(fail_on)) else EXIT_OK
 
 
@@ -53,7 +52,7 @@ def sanitize_command(model, output, learning_rate, clip_range, clip_range_vf, fo
     if not result.replaced:
         click.echo("Nothing to replace: no schedule holds code, is corrupt or needs a foreign module.")
     for key, plan in result.replaced.items():
-        click.echo(f"{key}: {printable(plan['was'])} → {plan['value']!r} ({plan['source']})")
+        click.echo(f"{key}: {escape_control(plan['was'], multiline=False)} → {plan['value']!r} ({plan['source']})")
     ignored = [f"--{k.replace('_', '-')}" for k, v in overrides.items() if v is not None and k not in result.replaced]
     if ignored:
         click.echo(f"Ignored {', '.join(ignored)}: that schedule holds no code and was kept.")

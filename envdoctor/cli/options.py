@@ -7,12 +7,15 @@ import os
 import shutil
 import sys
 from pathlib import Path
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 import click
 
 from envdoctor import interpreter
 from envdoctor.errors import UsageError
+
+if TYPE_CHECKING:  # every command imports this module; only those that emit need the renderers
+    from envdoctor.render.view import DocumentRenderer
 
 STDOUT = "-"
 
@@ -107,15 +110,15 @@ def note(line: str) -> None:
         pass
 
 
-def emit(subject, json_out: Optional[str], markdown_out: Optional[str], verbose: bool, *, json, markdown, terminal) -> None:
-    """Write `subject` in the requested formats with the given renderers; the terminal view goes to
-    stdout unless stdout already carries one of the formats."""
+def emit(renderer: DocumentRenderer, json_out: Optional[str], markdown_out: Optional[str], verbose: bool) -> None:
+    """Write what `renderer` shows in the requested formats; the terminal view goes to stdout unless
+    stdout already carries one of the formats."""
     if json_out:
-        write_output(json(subject), json_out)
+        write_output(renderer.json(), json_out)
     if markdown_out:
-        write_output(markdown(subject), markdown_out)
+        write_output(renderer.markdown(), markdown_out)
     if STDOUT not in (json_out, markdown_out):
-        click.echo(terminal(subject, verbose=verbose, color=use_color()), nl=False)
+        click.echo(renderer.terminal(verbose=verbose, color=use_color()), nl=False)
 
 
 def use_color() -> bool:

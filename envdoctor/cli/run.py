@@ -12,7 +12,7 @@ import click
 from envdoctor.capture import record
 from envdoctor.capture.bisect import bisect_run
 from envdoctor.capture.describe import aftermath
-from envdoctor.capture.render import one_line, terminal_summary
+from envdoctor.capture.render import CrashRenderer, one_line
 from envdoctor.capture.report import EnvironmentFacts, crash_report, save
 from envdoctor.capture.session import run_command
 from envdoctor.capture.supervise import Settings
@@ -69,7 +69,8 @@ def run(report_dir, under_gdb, hang_timeout, sample_interval, always_report, bis
     if end["kind"] in record.ABNORMAL or always_report:
         report = crash_report(run_section, os.environ, early)
         saved = save_or_warn(report, report_dir or DEFAULT_REPORT_DIR)
-        click.echo(terminal_summary(report, [str(p) for p in saved], color=sys.stderr.isatty() and not os.environ.get("NO_COLOR")), nl=False, err=True)
+        shown = CrashRenderer(report, tuple(str(p) for p in saved))
+        click.echo(shown.terminal(color=sys.stderr.isatty() and not os.environ.get("NO_COLOR")), nl=False, err=True)
     else:
         click.echo(one_line(run_section), err=True)
         for line in aftermath(run_section):

@@ -6,9 +6,9 @@ The rest stays collapsed: counted in the terminal (listed with -v), folded in Ma
 
 from __future__ import annotations
 
-import io
 import json as jsonlib
 from collections import Counter
+from dataclasses import dataclass
 from typing import Iterable, Optional
 
 from rich.console import Console
@@ -16,8 +16,7 @@ from rich.text import Text
 
 from envdoctor.compare.model import Change, Comparison, Difference, Impact
 from envdoctor.model import Finding, Severity
-from envdoctor.render import markdown as report_markdown
-from envdoctor.render import terminal as report_terminal
+from envdoctor.render import kit
 from envdoctor.render.escape import escaped
 from envdoctor.words import plural
 
@@ -58,9 +57,9 @@ def json(comparison: Comparison) -> str:
 
 
 def difference_block(console: Console, difference: Difference) -> None:
-    mark = report_terminal.glyph(IMPACT_SEVERITY[difference.impact])
-    report_terminal.say(console, Text.assemble("[", mark, "] ", (difference.label, "bold"), f"  {difference.a} → {difference.b}"), 0)
-    report_terminal.say(console, Text(difference.why), 4)
+    mark = kit.glyph(IMPACT_SEVERITY[difference.impact])
+    kit.say(console, Text.assemble("[", mark, "] ", (difference.label, "bold"), f"  {difference.a} → {difference.b}"), 0)
+    kit.say(console, Text(difference.why), 4)
 
 
 def findings_block(console: Console, title: str, findings: Iterable[Finding]) -> None:
@@ -68,14 +67,13 @@ def findings_block(console: Console, title: str, findings: Iterable[Finding]) ->
     if findings:
         console.print(Text(title, style="bold"))
     for finding in findings:
-        line = Text.assemble(report_terminal.glyph(finding.severity), " ", finding.title, (f"  ({finding.id})", "dim"))
-        report_terminal.say(console, line, 2)
+        line = Text.assemble(kit.glyph(finding.severity), " ", finding.title, (f"  ({finding.id})", "dim"))
+        kit.say(console, line, 2)
 
 
 def terminal(comparison: Comparison, verbose: bool = False, color: bool = False, width: int = 100) -> str:
     comparison = escaped(comparison)
-    buffer = io.StringIO()
-    console = Console(file=buffer, force_terminal=color, no_color=not color, width=width, highlight=False, emoji=False)
+    console = kit.console(width, color)
     console.print(Text("envdoctor diff", style="bold"))
     for label, s in (("A", comparison.a), ("B", comparison.b)):
         console.print(Text.assemble((f"  {label}  ", "bold"), f"{s.name} · {s.created} · {s.python}"))
@@ -87,22 +85,23 @@ def terminal(comparison: Comparison, verbose: bool = False, color: bool = False,
     if comparison.regraded:
         console.print(Text("Findings judged otherwise:", style="bold"))
         for r in comparison.regraded:
-            report_terminal.say(console, Text(f"{r.a.id}: {r.a.severity.value} in A, {r.b.severity.value} in B"), 2)
+            kit.say(console, Text(f"{r.a.id}: {r.a.severity.value} in A, {r.b.severity.value} in B"), 2)
     if comparison.uncompared:
-        report_terminal.say(console, Text(not_compared(comparison), style="dim"), 0)
+        kit.say(console, Text(not_compared(comparison), style="dim"), 0)
     if comparison.rest:
         hint = "" if verbose else " (-v lists them)"
         console.print(Text(f"Other differences: {rest_summary(comparison.rest)}{hint}", style="dim"))
         if verbose:
             for change in comparison.rest:
-                report_terminal.say(console, Text(f"{change.group} {change.name}: {shown(change.a)} → {shown(change.b)}"), 2)
+                kit.say(console, Text(f"{change.group} {change.name}: {shown(change.a)} → {shown(change.b)}"), 2)
     console.print()
     console.print(Text(headline(comparison), style="bold"))
-    return buffer.getvalue()
+    return kit.drawn(console)
 
 
 def cell(value: Optional[str]) -> str:
-    return report_markdown.cell(shown(value))
+    """A side's value as a Markdown cell; an aspect one side lacks shows as a dash."""
+    return kit.cell(shown(value))
 
 
 def markdown(comparison: Comparison) -> str:
@@ -120,14 +119,14 @@ def markdown(comparison: Comparison) -> str:
     if comparison.ranked:
         parts += ["| Impact | Aspect | A | B | Why |", "|---|---|---|---|---|"]
         parts += [
-            f"| {report_markdown.BADGES[IMPACT_SEVERITY[d.impact]].split()[0]} {d.impact.value} | {d.label} | {cell(d.a)} | {cell(d.b)} | {cell(d.why)} |"
+            f"| {kit.badge(IMPACT_SEVERITY[d.impact])} {d.impact.value} | {d.label} | {cell(d.a)} | {cell(d.b)} | {cell(d.why)} |"
             for d in comparison.ranked
         ]
         parts.append("")
     for title, findings in (("Findings only in A", comparison.only_a), ("Findings only in B", comparison.only_b)):
         if findings:
             parts += [f"### {title}", ""]
-            parts += [f"- {report_markdown.BADGES[f.severity]} `{f.id}`: {cell(f.title)}" for f in findings]
+            parts += [f"- {kit.BADGES[f.severity]} `{f.id}`: {cell(f.title)}" for f in findings]
             parts.append("")
     if comparison.regraded:
         parts += ["### Findings judged otherwise", ""]
@@ -142,3 +141,19 @@ def markdown(comparison: Comparison) -> str:
             "| Kind | Name | A | B |", "|---|---|---|---|", rows, "", "</details>", "",
         ]
     return "\n".join(parts)
+
+
+@dataclass(frozen=True)
+class ComparisonRenderer:
+    """`envdoctor diff`'s comparison in the terminal, as Markdown and as JSON."""
+
+    comparison: Comparison
+
+    def terminal(self, verbose: bool = False, color: bool = False) -> str:
+        return terminal(self.comparison, verbose=verbose, color=color)
+
+    def markdown(self) -> str:
+        return markdown(self.comparison)
+
+    def json(self) -> str:
+        return json(self.comparison)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import shlex
+from dataclasses import dataclass
 from typing import List, Optional
 
 from envdoctor.fix.apply import ApplyResult, Outcome
@@ -65,3 +66,21 @@ def result_text(result: ApplyResult) -> str:
     elif result.record:
         lines.append(f"  record: {result.record}")
     return "\n".join(lines) + "\n"
+
+
+@dataclass(frozen=True)
+class PlanRenderer:
+    """`envdoctor fix`'s plan, and once carried out what that did: text for people, JSON, and the plan
+    as a shell script. A plan goes in no ticket, so it has no Markdown."""
+
+    plan: Plan
+    result: Optional[ApplyResult] = None
+
+    def terminal(self, verbose: bool = False, color: bool = False) -> str:
+        return result_text(self.result) if self.result else text(self.plan)
+
+    def json(self) -> str:
+        return as_json(self.plan, self.result)
+
+    def sh(self) -> str:
+        return sh(self.plan)

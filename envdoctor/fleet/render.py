@@ -9,10 +9,9 @@ JSON carries the groups and every node, all names included.
 
 from __future__ import annotations
 
-import io
 import json as jsonlib
 from collections import Counter
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Callable, List, Sequence, Tuple, Union
 
 from rich.console import Console
@@ -22,9 +21,9 @@ from envdoctor.compare.readers import UNSET
 from envdoctor.compare.render import IMPACT_SEVERITY
 from envdoctor.fleet.aggregate import FindingGroup, FleetView, MissingGroup, NodeView, OutlierGroup
 from envdoctor.model import Severity
-from envdoctor.render import markdown as report_markdown
-from envdoctor.render import terminal as report_terminal
+from envdoctor.render import kit
 from envdoctor.render.escape import escaped
+from envdoctor.render.kit import badge, cell
 from envdoctor.words import plural
 
 Group = Union[OutlierGroup, FindingGroup, MissingGroup]
@@ -91,18 +90,18 @@ def node_block(console: Console, node_view: NodeView) -> None:
         severity = Severity.ERROR
     elif (node_view.rare_findings or node_view.policy) and severity is Severity.OK:
         severity = max((f.severity for f in (*node_view.rare_findings, *node_view.policy)), key=lambda s: s.rank)
-    line = Text.assemble("[", report_terminal.glyph(severity), "] ", (node_view.name, "bold"), (about(node_view), "dim"))
+    line = Text.assemble("[", kit.glyph(severity), "] ", (node_view.name, "bold"), (about(node_view), "dim"))
     console.print(line)
     if node_view.error:
-        report_terminal.say(console, Text(f"no report: {node_view.error}"), 4)
+        kit.say(console, Text(f"no report: {node_view.error}"), 4)
     for d in node_view.deviations:
-        mark = report_terminal.glyph(IMPACT_SEVERITY[d.impact])
-        report_terminal.say(console, Text.assemble(mark, " ", (d.label, "bold"), f"  {d.a} → {d.b}"), 4)
-        report_terminal.say(console, Text(d.why), 6)
+        mark = kit.glyph(IMPACT_SEVERITY[d.impact])
+        kit.say(console, Text.assemble(mark, " ", (d.label, "bold"), f"  {d.a} → {d.b}"), 4)
+        kit.say(console, Text(d.why), 6)
     for f in node_view.rare_findings:
-        report_terminal.say(console, Text.assemble(report_terminal.glyph(f.severity), f" {f.title}", (f"  ({f.id}, on few nodes)", "dim")), 4)
+        kit.say(console, Text.assemble(kit.glyph(f.severity), f" {f.title}", (f"  ({f.id}, on few nodes)", "dim")), 4)
     for f in node_view.policy:
-        report_terminal.say(console, Text.assemble(report_terminal.glyph(f.severity), f" {f.title}", (f"  ({f.id}, policy)", "dim")), 4)
+        kit.say(console, Text.assemble(kit.glyph(f.severity), f" {f.title}", (f"  ({f.id}, policy)", "dim")), 4)
 
 
 def group_line(console: Console, severity: Severity, line: str, detail: str) -> None:
@@ -110,10 +109,10 @@ def group_line(console: Console, severity: Severity, line: str, detail: str) -> 
     wrapped = Text(line).wrap(console, console.width - GROUP_INDENT)
     for number, part in enumerate(wrapped):
         part.rstrip()
-        mark = Text.assemble("  [", report_terminal.glyph(severity), "] ") if number == 0 else Text(" " * GROUP_INDENT)
+        mark = Text.assemble("  [", kit.glyph(severity), "] ") if number == 0 else Text(" " * GROUP_INDENT)
         console.print(mark + part)
     if detail:
-        report_terminal.say(console, Text(detail, style="dim"), GROUP_INDENT)
+        kit.say(console, Text(detail, style="dim"), GROUP_INDENT)
 
 
 def bounded(groups: Sequence[Group], limit: int, key: Callable[[Group], str] = lambda g: "") -> Tuple[List[Group], str]:
@@ -165,8 +164,7 @@ def groups_section(console: Console, view: FleetView) -> None:
 def terminal(view: FleetView, verbose: bool = False, color: bool = False, width: int = 100) -> str:
     summary, total = headline(view), plural(len(view.nodes), "node")
     view = escaped(view if verbose else replace(view, nodes=()))
-    buffer = io.StringIO()
-    console = Console(file=buffer, force_terminal=color, no_color=not color, width=width, highlight=False, emoji=False)
+    console = kit.console(width, color)
     saved = f" · reports in {view.saved_in}" if view.saved_in else ""
     console.print(Text.assemble(("envdoctor fleet", "bold"), f" · {total}{saved}"))
     console.print()
@@ -176,7 +174,7 @@ def terminal(view: FleetView, verbose: bool = False, color: bool = False, width:
         console.print(Text.assemble(f"  {m.label.ljust(width_label)}  {m.value}", (f"  {m.count}/{m.of}", "dim")))
     for s in view.split:
         held = " | ".join(f"{value}: {names(nodes)}" for value, nodes in s.values.items())
-        report_terminal.say(console, Text.assemble(f"  {s.label.ljust(width_label)}  ", ("no majority", "yellow"), f"  {held}"), 0)
+        kit.say(console, Text.assemble(f"  {s.label.ljust(width_label)}  ", ("no majority", "yellow"), f"  {held}"), 0)
     console.print()
     groups_section(console, view)
     if verbose:
@@ -185,15 +183,7 @@ def terminal(view: FleetView, verbose: bool = False, color: bool = False, width:
             node_block(console, node_view)
         console.print()
     console.print(Text(summary, style="bold"))
-    return buffer.getvalue()
-
-
-def cell(text: str) -> str:
-    return report_markdown.cell(text)
-
-
-def badge(severity: Severity) -> str:
-    return report_markdown.BADGES[severity].split()[0]
+    return kit.drawn(console)
 
 
 def markdown_item(group: Group) -> str:
@@ -219,3 +209,19 @@ def markdown(view: FleetView) -> str:
         if groups:
             parts += [f"### {heading}", "", *(f"- {markdown_item(g)}" for g in groups), *([f"- {rest}"] if rest else []), ""]
     return "\n".join(parts)
+
+
+@dataclass(frozen=True)
+class FleetRenderer:
+    """`envdoctor fleet`'s view in the terminal, as Markdown and as JSON."""
+
+    view: FleetView
+
+    def terminal(self, verbose: bool = False, color: bool = False) -> str:
+        return terminal(self.view, verbose=verbose, color=color)
+
+    def markdown(self) -> str:
+        return markdown(self.view)
+
+    def json(self) -> str:
+        return json(self.view)

@@ -1,7 +1,8 @@
 """Renderers turn a report into text: terminal (rich), Markdown for a GitHub issue, JSON.
 
-Each format is one module with `render(report, ...) -> str`. Renderers decide nothing: severities,
-findings and exit codes come from the report and the CLI. What they share lives here.
+Each format is one module with `render(report, ...) -> str`; view.py holds the one interface the renderer
+of every command implements, kit.py what every view draws with. Renderers decide nothing: severities,
+findings and exit codes come from the report and the CLI. What the report's formats share lives here.
 """
 
 from __future__ import annotations

@@ -2,31 +2,28 @@
 
 Reports, model files and a program's output hold text nobody vetted: an OSC 52 sequence in a finding
 title writes the reader's clipboard, a CSI sequence clears the screen, a bidi override makes a path read
-backwards. Every terminal and Markdown view passes what it shows through `escaped` first, so such
+backwards, a zero-width space makes two member names look alike. Every terminal and Markdown view passes
+what it shows through `escaped` first, and every one-line message through `escape_control`, so such
 characters appear as visible `\\x1b`-style escapes. JSON output stays raw data: json.dumps escapes them.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import re
 from typing import Any, Mapping
 
-# C0 controls but tab and newline, DEL, C1 controls, and the bidi embeddings, overrides and isolates.
-CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
-LINE_BREAKS = re.compile("[\t\n]")
-
-
-def visible(match: re.Match) -> str:
-    code = ord(match.group())
-    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+LINE_BREAKS = "\t\n"
 
 
 def escape_control(text: str, multiline: bool = True) -> str:
-    """`text` with every control character shown as an escape; tab and newline stay as they are in
-    multi-line text (an explanation, an output tail) and are escaped in a single line."""
-    text = CONTROL.sub(visible, text)
-    return text if multiline else LINE_BREAKS.sub(visible, text)
+    """`text` with every character Python does not call printable (controls, bidi and zero-width
+    formatting, separators but the space) shown as its escape (`\\x1b`, `\\u202e`, `\\n`); tab and
+    newline stay as they are in multi-line text (an explanation, an output tail) and are escaped in a
+    single line."""
+    if text.isprintable():
+        return text
+    kept = LINE_BREAKS if multiline else ""
+    return "".join(ch if ch.isprintable() or ch in kept else repr(ch)[1:-1] for ch in text)
 
 
 def escaped(value: Any) -> Any:

@@ -6,30 +6,12 @@ from __future__ import annotations
 import re
 from typing import Dict, List, Mapping, Tuple
 
-from envdoctor.model import POWERSHELL, PYTHON, Finding, Remedy, Report, Severity
+from envdoctor.model import POWERSHELL, PYTHON, Finding, Remedy, Report
 from envdoctor.probe import table as probe_table
 from envdoctor.render import diagnosis, domain_title, headline, not_checked, part, summary_line
 from envdoctor.render.escape import escape_control, escaped
+from envdoctor.render.kit import BADGES, cell, fence
 from envdoctor.words import gib
-
-BADGES = {
-    Severity.OK: "✅ ok",
-    Severity.INFO: "ℹ️ info",
-    Severity.WARNING: "⚠️ warning",
-    Severity.ERROR: "❌ error",
-}
-
-
-def cell(text: str) -> str:
-    """One table cell: a `|` or a line break would end it, `<` would open HTML."""
-    return text.replace("|", "\\|").replace("<", "&lt;").replace("\r", " ").replace("\t", " ").replace("\n", " ")
-
-
-def fence(body: str, language: str = "") -> str:
-    """`body` as a fenced code block whose fence is longer than any run of backticks inside it,
-    so nothing in it can close the block early."""
-    ticks = "`" * max([3] + [len(run) + 1 for run in re.findall("`{3,}", body)])
-    return f"{ticks}{language}\n{body}\n{ticks}\n"
 
 
 def remedy_block(remedy: Remedy) -> str:
@@ -50,10 +32,6 @@ def finding_section(finding: Finding) -> str:
     if finding.references:
         lines += ["", "References: " + ", ".join(f"<{r}>" for r in finding.references)]
     return "\n".join(lines).rstrip() + "\n"
-
-
-def folded(summary: str, body: str, language: str = "json") -> str:
-    return f"<details><summary>{summary}</summary>\n\n{fence(body, language)}\n</details>\n"
 
 
 def probe_section(probe) -> str:

@@ -1,12 +1,11 @@
 """The terminal view: one line per domain with a status glyph, findings under it with their remedies.
 
-Glyphs and colours live only here. Colour is used only when asked for (the CLI passes whether stdout
-is a terminal and NO_COLOR is unset).
+Glyphs and colours live only here and in the kit the other views share. Colour is used only when asked
+for (the CLI passes whether stdout is a terminal and NO_COLOR is unset).
 """
 
 from __future__ import annotations
 
-import io
 import json
 
 from rich.console import Console
@@ -16,27 +15,11 @@ from envdoctor.model import POWERSHELL, PYTHON, CheckStatus, Finding, Remedy, Re
 from envdoctor.probe import table as probe_table
 from envdoctor.probe.result import StageStatus
 from envdoctor.render import diagnosis, domain_title, grouped, headline, summary_line, unchecked_reason
+from envdoctor.render import kit
 from envdoctor.render.escape import escape_control, escaped
+from envdoctor.render.kit import GLYPHS, glyph, say
 
-GLYPHS = {
-    Severity.OK: ("✓", "green"),
-    Severity.INFO: ("i", "cyan"),
-    Severity.WARNING: ("!", "yellow"),
-    Severity.ERROR: ("✗", "bold red"),
-}
 SKIPPED = ("-", "dim")
-
-
-def glyph(severity: Severity) -> Text:
-    mark, style = GLYPHS[severity]
-    return Text(mark, style=style)
-
-
-def say(console: Console, text: Text, indent: int) -> None:
-    """Print `text` with a hanging indent, wrapped at the console's width."""
-    for line in text.wrap(console, console.width - indent):
-        line.rstrip()
-        console.print(Text(" " * indent) + line)
 
 
 def all_skipped(runs: list) -> bool:
@@ -147,8 +130,7 @@ def diagnosis_block(console: Console, report: Report) -> None:
 
 def render(report: Report, verbose: bool = False, color: bool = False, width: int = 100) -> str:
     report = escaped(report)
-    buffer = io.StringIO()
-    console = Console(file=buffer, force_terminal=color, no_color=not color, width=width, highlight=False, emoji=False)
+    console = kit.console(width, color)
     console.print(Text.assemble(("envdoctor ", "bold"), f"{report.tool_version} · {report.created}"))
     diagnosis_block(console, report)
     for label, value in headline(report):
@@ -171,4 +153,4 @@ def render(report: Report, verbose: bool = False, color: bool = False, width: in
     if verbose:
         timings = ", ".join(f"{name} {ms:.0f} ms" for name, ms in report.timings_ms.items())
         console.print(Text(f"timings: {timings}", style="dim"))
-    return buffer.getvalue()
+    return kit.drawn(console)

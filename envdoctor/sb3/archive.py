@@ -19,6 +19,7 @@ from typing import Any, BinaryIO, Dict, List, Optional
 
 from envdoctor.errors import EnvdoctorError
 from envdoctor.files import nested_deeper
+from envdoctor.render.escape import escape_control
 
 DATA = "data"
 VERSION = "_stable_baselines3_version"
@@ -36,11 +37,6 @@ WINDOWS_DRIVE = re.compile(r"^[A-Za-z]:")
 
 class ModelFileError(EnvdoctorError):
     """The file is missing, not a zip, damaged, or not a Stable-Baselines3 model."""
-
-
-def printable(text: str) -> str:
-    """`text` with control and other unprintable characters escaped: safe on one terminal line."""
-    return "".join(ch if ch.isprintable() else repr(ch)[1:-1] for ch in text)
 
 
 def check_directory(stream: BinaryIO, where: str) -> None:
@@ -174,7 +170,7 @@ class ModelArchive:
         except RecursionError:
             raise ModelFileError(f"{self.path}: `data` is nested too deeply to read (SB3 writes a few levels)") from None
         except (UnicodeDecodeError, ValueError) as error:
-            raise ModelFileError(f"{self.path}: `data` is not valid JSON ({printable(str(error))})") from None
+            raise ModelFileError(f"{self.path}: `data` is not valid JSON ({escape_control(str(error), multiline=False)})") from None
         if not isinstance(data, dict):
             raise ModelFileError(f"{self.path}: `data` is JSON but not an object")
         if nested_deeper(data, MAX_DATA_DEPTH):
@@ -184,7 +180,7 @@ class ModelArchive:
     def members(self) -> List[Dict[str, Any]]:
         """Each member's name (escaped), sizes, compression, and why it is unsafe to copy (None: it is not)."""
         return [
-            {"name": printable(i.orig_filename), "size": i.file_size, "compressed_size": i.compress_size,
+            {"name": escape_control(i.orig_filename, multiline=False), "size": i.file_size, "compressed_size": i.compress_size,
              "compression": i.compress_type, "unsafe": unsafe_reason(i)}
             for i in self.infos.values()
         ]

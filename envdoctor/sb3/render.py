@@ -6,19 +6,19 @@ module only lays out the model's own facts (members, who saved it, each entry's 
 
 from __future__ import annotations
 
-import io
+from dataclasses import dataclass
 from pathlib import PurePath
 from typing import Any, Callable, Iterator, List, Mapping
 
-from rich.console import Console
 from rich.text import Text
 
 from envdoctor.model import Report
 from envdoctor.render import markdown as markdown_renderer
-from envdoctor.render import summary_line
+from envdoctor.render import kit, summary_line
 from envdoctor.render.escape import escaped
 from envdoctor.render.diagnosis import markdown_lines
 from envdoctor.render.terminal import diagnosis_block, finding_block
+from envdoctor.render.view import ReportRenderer
 from envdoctor.sb3 import verdicts
 
 SHOWN = 20  # list items shown per model; the JSON report keeps them all
@@ -137,8 +137,7 @@ def report_terminal(report: Report, verbose: bool = False, color: bool = False, 
     """`envdoctor inspect`'s terminal view: each model's forensics, then the findings about them."""
     report = escaped(report)
     models = report.facts["models"]
-    buffer = io.StringIO()
-    console = Console(file=buffer, force_terminal=color, no_color=not color, width=width, highlight=False, emoji=False)
+    console = kit.console(width, color)
     diagnosis_block(console, report)
     for model in models["files"]:
         console.out(text(model, models["target"]), end="")
@@ -146,7 +145,7 @@ def report_terminal(report: Report, verbose: bool = False, color: bool = False, 
     for finding in report.findings:
         finding_block(console, finding, verbose)
     console.print(Text(summary_line(report)))
-    return buffer.getvalue()
+    return kit.drawn(console)
 
 
 def report_markdown(report: Report) -> str:
@@ -156,3 +155,14 @@ def report_markdown(report: Report) -> str:
     parts += [markdown(model, models["target"]) for model in models["files"]]
     parts += [markdown_renderer.finding_section(f) for f in report.findings]
     return "\n".join(parts)
+
+
+@dataclass(frozen=True)
+class ModelsRenderer(ReportRenderer):
+    """`envdoctor inspect`'s report: each model's forensics before the findings about them."""
+
+    def terminal(self, verbose: bool = False, color: bool = False) -> str:
+        return report_terminal(self.report, verbose=verbose, color=color)
+
+    def markdown(self) -> str:
+        return report_markdown(self.report)

@@ -25,8 +25,9 @@ from typing import Any, Dict, Mapping, Optional
 
 from envdoctor import __version__
 from envdoctor.errors import UsageError
+from envdoctor.render.escape import escape_control
 from envdoctor.sb3 import advice, optimizer, schedules
-from envdoctor.sb3.archive import AUDIT, DATA, ModelArchive, ModelFileError, printable
+from envdoctor.sb3.archive import AUDIT, DATA, ModelArchive, ModelFileError
 from envdoctor.sb3.forensics import inspect_model
 
 CHUNK = 1 << 20
@@ -48,7 +49,7 @@ class Sanitized:
 def refuse_blockers(facts: Mapping[str, Any]) -> None:
     blockers = advice.sanitize_blockers(facts)
     if blockers:
-        details = "; ".join(f"{printable(e['key'])} ({printable(e['verdict'])}: {printable(', '.join(e['reasons'])) or 'unreadable'})" for e in blockers)
+        details = escape_control("; ".join(f"{e['key']} ({e['verdict']}: {', '.join(e['reasons']) or 'unreadable'})" for e in blockers), multiline=False)
         raise UsageError(
             f"cannot sanitize {facts['path']}: {details}. These are not schedules and cannot be replaced by numbers; "
             "load it with custom_objects holding your real classes under the Python that saved it, then save it again"
