@@ -63,7 +63,8 @@ def test_every_recorded_report_gives_a_view_or_a_reason():
         for kind in VIEWS:
             found = read(facts, kind)
             assert isinstance(found, Unrecorded) and found.reason or not isinstance(found, Unrecorded), (path, kind)
-        assert not isinstance(read(facts, TargetView), Unrecorded), path
+        if "target" in facts:  # an inspect report records its models only
+            assert not isinstance(read(facts, TargetView), Unrecorded), path
 
 
 def test_the_measured_report_reads_as_recorded():
