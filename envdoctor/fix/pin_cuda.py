@@ -226,7 +226,7 @@ def pip_family_step(facts: Mapping[str, Any], installer: Installer, family: Opti
     return uninstall_step(
         installer, stray,
         "Remove pip's NVIDIA wheels of other CUDA families, with pip, which installed them",
-        f"conda's torch uses conda's CUDA libraries; pip's wheels of another family beside them get mixed into one process",
+        "conda's torch uses conda's CUDA libraries; pip's wheels of another family beside them get mixed into one process",
         "pip installed no NVIDIA wheels of another CUDA family",
     )
 
