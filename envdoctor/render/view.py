@@ -10,6 +10,7 @@ from envdoctor.model import Report
 from envdoctor.render import json as json_renderer
 from envdoctor.render import markdown, terminal
 
+
 class Renderer(Protocol):
     """A result for people (the terminal, wrapped at the view's width, coloured only when asked) and for programs (JSON)."""
 
