@@ -1,7 +1,9 @@
-"""Shared fixtures: the CLI run as a real child process, and real virtual environments built once per session."""
+"""Shared fixtures: the CLI run in this process or as a real child process, recorded facts judged, and real virtual environments built once per session."""
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import os
 import subprocess
@@ -31,21 +33,122 @@ class Run:
         return f"<Run rc={self.returncode}\nstdout={self.stdout[-2000:]}\nstderr={self.stderr[-2000:]}>"
 
 
-def run_envdoctor(*args: str, env: Optional[Dict[str, str]] = None, cwd=None, unset: Iterable[str] = (), input: Optional[str] = None, timeout: float = 300) -> Run:
-    """Run `python -m envdoctor ARGS` in a child process with extra variables `env` and `unset` removed."""
+def register_checks_as_a_fresh_check_does() -> None:
+    """Checks are listed (and their findings of one severity ordered) as their modules were first
+    imported; load them now, before any test module imports a part of envdoctor that imports some of
+    them, so that in-process runs list them as a fresh `python -m envdoctor check` does."""
+    from envdoctor.checks.registry import load_checks
+
+    load_checks()
+
+
+register_checks_as_a_fresh_check_does()
+
+
+# Variables that act when an interpreter starts (its sys.path, site, streams, warnings): in this
+# process they would reach the doctor's children but not the doctor itself.
+STARTUP_VARIABLES = frozenset({
+    "PYTHONPATH", "PYTHONHOME", "PYTHONSAFEPATH", "PYTHONNOUSERSITE", "PYTHONUSERBASE", "PYTHONIOENCODING",
+    "PYTHONUTF8", "PYTHONWARNINGS", "PYTHONDEVMODE", "PYTHONFAULTHANDLER", "PYTHONSTARTUP", "LANG", "LC_ALL", "LC_CTYPE",
+})
+
+
+def run_envdoctor(
+    *args: str,
+    env: Optional[Dict[str, str]] = None,
+    cwd=None,
+    unset: Iterable[str] = (),
+    input: Optional[str] = None,
+    child: bool = False,
+    timeout: Optional[float] = None,
+) -> Run:
+    """`envdoctor ARGS` with extra variables `env` and `unset` removed, run in this process (the same
+    entry as `python -m envdoctor`, with the same inputs and outputs), or with `child=True` as a real
+    `python -m envdoctor` child process: for tests whose subject is the process itself (signals,
+    streams, imports, start-up variables) or that need a time limit (`timeout`)."""
     environ = {k: v for k, v in os.environ.items() if k not in set(unset)}
     environ.update(env or {})
     environ.setdefault("NO_COLOR", "1")
-    completed = subprocess.run(
-        [sys.executable, "-m", "envdoctor", *args],
-        capture_output=True,
-        text=True,
-        env=environ,
-        cwd=cwd,
-        input=input,
-        timeout=timeout,
-    )
-    return Run(completed)
+    if child:
+        return in_child(args, environ, cwd, input, 300 if timeout is None else timeout)
+    if timeout is not None:
+        raise TypeError("an in-process run cannot be stopped at a time limit: pass child=True with timeout")
+    acting = sorted(STARTUP_VARIABLES.intersection(env or {}) | STARTUP_VARIABLES.intersection(unset))
+    if acting:
+        raise TypeError(f"{', '.join(acting)} act at interpreter start-up: pass child=True")
+    return in_process(args, environ, cwd, input)
+
+
+def in_child(args, environ: Dict[str, str], cwd, input: Optional[str], timeout: float) -> Run:
+    command = [sys.executable, "-m", "envdoctor", *args]
+    return Run(subprocess.run(command, capture_output=True, text=True, env=environ, cwd=cwd, input=input, timeout=timeout))
+
+
+def in_process(args, environ: Dict[str, str], cwd, input: Optional[str]) -> Run:
+    """`envdoctor.cli.main(args)`, as `python -m envdoctor` calls it, with this process's environment,
+    working directory and standard streams set as a child's would be, and restored afterwards."""
+    from envdoctor.cli import main
+
+    streams = ChildStreams(input)
+    with child_state(environ, cwd, streams):
+        try:
+            main(list(args))
+            code = 0
+        except SystemExit as end:
+            code = exit_status(end, streams)
+    return Run(subprocess.CompletedProcess(["envdoctor", *args], code, streams.read("stdout"), streams.read("stderr")))
+
+
+class ChildStreams:
+    """Standard streams as a child's over pipes: the locale's encoding and error handler, stderr
+    with backslashreplace, no terminal; read back as subprocess.run(text=True) decodes them."""
+
+    def __init__(self, input: Optional[str]):
+        encoding, errors = sys.__stdout__.encoding, sys.__stdout__.errors
+        self.stdin = io.TextIOWrapper(io.BytesIO((input or "").encode(encoding)), encoding=encoding, errors=errors)
+        self.stdout = io.TextIOWrapper(io.BytesIO(), encoding=encoding, errors=errors)
+        self.stderr = io.TextIOWrapper(io.BytesIO(), encoding=encoding, errors="backslashreplace", line_buffering=True)
+
+    def all(self) -> tuple:
+        return self.stdin, self.stdout, self.stderr
+
+    def read(self, name: str) -> str:
+        stream = getattr(self, name)
+        stream.flush()
+        return io.TextIOWrapper(io.BytesIO(stream.buffer.getvalue())).read()
+
+
+def exit_status(end: SystemExit, streams: ChildStreams) -> int:
+    """The exit status the interpreter gives for this SystemExit (a message is written to stderr, status 1)."""
+    if end.code is None or isinstance(end.code, int):
+        return end.code or 0
+    streams.stderr.write(f"{end.code}\n")
+    return 1
+
+
+@contextlib.contextmanager
+def child_state(environ: Dict[str, str], cwd, streams: ChildStreams):
+    """This process's environment, working directory and standard streams as a fresh
+    `python -m envdoctor` would have them, and no answer remembered from an earlier run."""
+    from envdoctor import interpreter
+
+    saved_environ, saved_cwd = dict(os.environ), os.getcwd()
+    saved_streams = (sys.stdin, sys.stdout, sys.stderr, sys.__stdin__, sys.__stdout__, sys.__stderr__)
+    interpreter.identity.cache_clear()  # the interpreter at a path is asked once per process
+    try:
+        os.environ.clear()
+        os.environ.update(environ)
+        if cwd is not None:
+            os.chdir(cwd)
+        # also the original streams: shutil.get_terminal_size() asks sys.__stdout__, a pipe in a child
+        sys.stdin, sys.stdout, sys.stderr = sys.__stdin__, sys.__stdout__, sys.__stderr__ = streams.all()
+        yield
+    finally:
+        sys.stdin, sys.stdout, sys.stderr, sys.__stdin__, sys.__stdout__, sys.__stderr__ = saved_streams
+        os.chdir(saved_cwd)
+        os.environ.clear()
+        os.environ.update(saved_environ)
+        interpreter.identity.cache_clear()
 
 
 @pytest.fixture

@@ -41,7 +41,7 @@ def test_json_report_validates_against_the_shipped_schema(envdoctor):
 
 
 def test_check_saves_a_report_and_says_where(envdoctor, tmp_path):
-    run = envdoctor("check", "--no-probe")
+    run = envdoctor("check", "--no-probe", child=True)  # the command's wiring in a real `python -m envdoctor`
     assert run.returncode in (0, 1), run
     saved = list((tmp_path / "reports").glob("envdoctor-*.json"))
     assert len(saved) == 1
@@ -171,7 +171,7 @@ def test_python_option_takes_a_venv_folder(envdoctor, venvs):
 
 
 def test_checks_lists_the_catalogue(envdoctor):
-    run = envdoctor("checks")
+    run = envdoctor("checks", child=True)  # the command's wiring in a real `python -m envdoctor`
     assert run.returncode == 0
     ids = [line.split()[0] for line in run.stdout.splitlines()]
     assert {"wsl.kernel", "cpu.missing-instructions", "threads.oversubscribed", "memory.shm-small"} <= set(ids)
@@ -181,7 +181,7 @@ def test_checks_lists_the_catalogue(envdoctor):
 def test_python_dash_m_and_console_script_agree(envdoctor):
     script = os.path.join(os.path.dirname(sys.executable), "envdoctor")
     version = subprocess.run([script, "--version"], capture_output=True, text=True).stdout
-    assert version == envdoctor("--version").stdout
+    assert version == envdoctor("--version", child=True).stdout  # the subject is `python -m envdoctor` itself
     assert "envdoctor, version" in version
 
 
