@@ -10,7 +10,7 @@ import subprocess
 import sys
 import venv
 from pathlib import Path
-from typing import Callable, Dict, Iterable, Optional
+from typing import Callable, Dict, Iterable, Optional, Sequence, Tuple, Union
 
 import pytest
 
@@ -160,6 +160,64 @@ def envdoctor(tmp_path):
         return run_envdoctor(*args, **kwargs)
 
     return run
+
+
+IdsOrNames = Union[str, Sequence[str]]
+
+
+def judge_recorded(report: Path, only: IdsOrNames = (), skip: IdsOrNames = (), ran: Optional[IdsOrNames] = None, skipped: IdsOrNames = ()) -> dict:
+    """The recorded report judged again by the current checks in this process, through the engine as
+    `check --from REPORT --only ONLY --skip SKIP --json -` judges it, as that JSON document.
+
+    A check that crashed or was skipped for want of facts gives no finding, just as a check that found
+    nothing: so every check `ran` names (ids or domains, by default `only`) must have found or passed,
+    except those `skipped` names, which must have been skipped; and no check may have crashed."""
+    from envdoctor import engine
+    from envdoctor.render import json as json_renderer
+
+    selection = engine.Selection(only=names(only), skip=names(skip))
+    if ran is None and not selection.only:
+        raise TypeError("name the checks whose verdict the test reads: only= or ran= (ran=() when none)")
+    document = json.loads(json_renderer.render(engine.rejudge(engine.read_report(Path(report)), selection)))
+    assert_checks_ran(document, only if ran is None else ran, skip, skipped)
+    return document
+
+
+def names(value: IdsOrNames) -> Tuple[str, ...]:
+    """Check ids or domains as --only takes them: "a,b", or a sequence of such."""
+    from envdoctor.cli.check import split_ids
+
+    return split_ids([value] if isinstance(value, str) else value)
+
+
+def selected(wanted: Tuple[str, ...], skip: Tuple[str, ...]) -> set:
+    """The ids of the checks and linking rules that `wanted` names and `skip` leaves; none when `wanted` is empty."""
+    from envdoctor.checks.registry import load_checks, load_links, select
+
+    if not wanted:
+        return set()
+    found = {c.id for c in select([*load_checks()[0], *load_links()], wanted, skip)}
+    assert found, f"{', '.join(wanted)} names no check"
+    return found
+
+
+def assert_checks_ran(document: dict, ran: IdsOrNames, skip: IdsOrNames = (), skipped: IdsOrNames = ()) -> None:
+    """In the report `document`, each check `ran` names (less `skip`) found or passed, each one `skipped`
+    names was skipped, and none crashed."""
+    required, skipped = selected(names(ran), names(skip)), selected(names(skipped), names(skip))
+    runs = {run["id"]: run for run in document["checks"]}
+    crashed = [run for run in runs.values() if run["status"] == "crashed"]
+    assert not crashed, f"checks crashed: {crashed}"
+    not_run = [runs.get(i, {"id": i, "status": "absent"}) for i in sorted(required - skipped) if runs.get(i, {}).get("status") not in ("found", "passed")]
+    assert not not_run, f"checks that did not run: {not_run}"
+    not_skipped = [runs.get(i, {"id": i, "status": "absent"}) for i in sorted(skipped) if runs.get(i, {}).get("status") != "skipped"]
+    assert not not_skipped, f"checks expected to be skipped that were not: {not_skipped}"
+
+
+@pytest.fixture
+def judged():
+    """judge_recorded: a recorded report judged in this process, each selected check known to have run."""
+    return judge_recorded
 
 
 class VenvFactory:
