@@ -6,6 +6,7 @@ import contextlib
 import io
 import json
 import os
+import signal
 import subprocess
 import sys
 import venv
@@ -65,18 +66,19 @@ def run_envdoctor(
     """`envdoctor ARGS` with extra variables `env` and `unset` removed, run in this process (the same
     entry as `python -m envdoctor`, with the same inputs and outputs), or with `child=True` as a real
     `python -m envdoctor` child process: for tests whose subject is the process itself (signals,
-    streams, imports, start-up variables) or that need a time limit (`timeout`)."""
+    streams, imports, start-up variables, a wait that must never block the test's own process).
+    Past `timeout` seconds either raises subprocess.TimeoutExpired."""
     environ = {k: v for k, v in os.environ.items() if k not in set(unset)}
     environ.update(env or {})
     environ.setdefault("NO_COLOR", "1")
     if child:
         return in_child(args, environ, cwd, input, 300 if timeout is None else timeout)
-    if timeout is not None:
-        raise TypeError("an in-process run cannot be stopped at a time limit: pass child=True with timeout")
     acting = sorted(STARTUP_VARIABLES.intersection(env or {}) | STARTUP_VARIABLES.intersection(unset))
     if acting:
         raise TypeError(f"{', '.join(acting)} act at interpreter start-up: pass child=True")
-    return in_process(args, environ, cwd, input)
+    if args[:1] == ("run",):
+        raise TypeError("run hands the command descriptors 0, 1 and 2, which stay the test's own in this process: pass child=True")
+    return in_process(args, environ, cwd, input, timeout)
 
 
 def in_child(args, environ: Dict[str, str], cwd, input: Optional[str], timeout: float) -> Run:
@@ -84,13 +86,13 @@ def in_child(args, environ: Dict[str, str], cwd, input: Optional[str], timeout: 
     return Run(subprocess.run(command, capture_output=True, text=True, env=environ, cwd=cwd, input=input, timeout=timeout))
 
 
-def in_process(args, environ: Dict[str, str], cwd, input: Optional[str]) -> Run:
+def in_process(args, environ: Dict[str, str], cwd, input: Optional[str], timeout: Optional[float]) -> Run:
     """`envdoctor.cli.main(args)`, as `python -m envdoctor` calls it, with this process's environment,
     working directory and standard streams set as a child's would be, and restored afterwards."""
     from envdoctor.cli import main
 
     streams = ChildStreams(input)
-    with child_state(environ, cwd, streams):
+    with child_state(environ, cwd, streams), time_limit(["envdoctor", *args], timeout):
         try:
             main(list(args))
             code = 0
@@ -124,6 +126,32 @@ def exit_status(end: SystemExit, streams: ChildStreams) -> int:
         return end.code or 0
     streams.stderr.write(f"{end.code}\n")
     return 1
+
+
+class PastTimeLimit(BaseException):
+    """Raised by SIGALRM in a run past its time limit; a BaseException, so the CLI's handler of
+    unexpected errors does not turn it into an exit code."""
+
+
+@contextlib.contextmanager
+def time_limit(command: list, timeout: Optional[float]):
+    """subprocess.TimeoutExpired once `timeout` seconds have passed, as subprocess.run(timeout=) raises."""
+    if timeout is None:
+        yield
+        return
+
+    def expire(signum, frame):
+        raise PastTimeLimit()
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, timeout)
+    try:
+        yield
+    except PastTimeLimit:
+        raise subprocess.TimeoutExpired(command, timeout) from None
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
 
 
 @contextlib.contextmanager

@@ -2,12 +2,15 @@
 and stderr, byte for byte, for help, usage errors, reports judged in every format and the other commands."""
 
 import os
+import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
 from conftest import run_envdoctor
+from envdoctor import engine
 
 REPORTS = Path(__file__).parent / "data" / "reports"
 SEED = Path(__file__).parent / "data" / "fix" / "seed-py38-torch231-cu121.json"
@@ -46,8 +49,15 @@ def test_in_process_runs_leave_the_environment_working_directory_and_streams_as_
     assert (dict(os.environ), Path.cwd(), sys.stdout) == before
 
 
-def test_start_up_variables_and_time_limits_need_a_child():
+def test_start_up_variables_and_the_run_command_need_a_child():
     with pytest.raises(TypeError, match="PYTHONPATH act at interpreter start-up"):
         run_envdoctor("checks", env={"PYTHONPATH": "/nowhere"})
     with pytest.raises(TypeError, match="child=True"):
-        run_envdoctor("checks", timeout=10)
+        run_envdoctor("run", "--", "true")
+
+
+def test_an_in_process_run_past_its_time_limit_ends_as_a_child_would(monkeypatch):
+    monkeypatch.setattr(engine, "read_report", lambda path: time.sleep(30))
+    with pytest.raises(subprocess.TimeoutExpired):
+        run_envdoctor("check", "--from", "r.json", timeout=0.5)
+    assert run_envdoctor("checks", timeout=60).returncode == 0  # the limit is gone with the run

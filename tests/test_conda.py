@@ -15,7 +15,7 @@ from typing import Dict, Iterable, List, Optional, Sequence
 
 import pytest
 
-from conftest import changed_report, findings_by_id, run_envdoctor
+from conftest import assert_checks_ran, changed_report, findings_by_id, run_envdoctor
 from envdoctor.collect.elf import read_versions
 
 PY38 = Path(os.environ.get("PYENV_ROOT", Path.home() / ".pyenv")) / "versions" / "3.8.18" / "bin" / "python"
@@ -375,6 +375,9 @@ def hostile_conda_facts() -> Iterable[object]:
     yield {"prefix": None, "active": {"prefix": 1, "python_on_path_is_this": False}}
 
 
+NEEDS_A_PREFIX = "conda.cxx-runtime,conda.env-not-active,conda.mixed-cuda,conda.openmp-mixed,conda.two-torches"  # else: not a conda environment
+
+
 @pytest.mark.parametrize("hostile", list(hostile_conda_facts()), ids=lambda v: type(v).__name__)
 def test_recorded_conda_facts_of_any_shape_are_judged_without_crashing(mapush_report, tmp_path, hostile):
     report = changed_report(mapush_report, tmp_path / "r.json", lambda facts: facts["target"].__setitem__("conda", hostile))
@@ -382,6 +385,7 @@ def test_recorded_conda_facts_of_any_shape_are_judged_without_crashing(mapush_re
     assert run.returncode in (0, 1), run
     assert "Traceback" not in run.stderr
     assert "doctor.check-crashed" not in findings_by_id(run.json())
+    assert_checks_ran(run.json(), "conda", skipped=NEEDS_A_PREFIX if isinstance(hostile, dict) and hostile.get("prefix") is None else ())
     diffed = run_envdoctor("diff", str(mapush_report), str(report), "--json", "-")
     assert diffed.returncode in (0, 1) and "Traceback" not in diffed.stderr, diffed
 

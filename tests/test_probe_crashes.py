@@ -17,6 +17,7 @@ from pathlib import Path
 
 import psutil
 
+from conftest import assert_checks_ran
 from envdoctor import engine
 from envdoctor.probe import ProbeOptions, run_probe
 from envdoctor.probe.runner import run_ladder
@@ -85,7 +86,7 @@ def planted_frame(frames) -> dict:
 
 def test_segfault_on_torch_import_is_pinned_bisected_and_reported(envdoctor, tmp_path):
     environ = plant(tmp_path / "plant", "torch", SEGFAULT)
-    run = envdoctor("check", "--json", "-", "--no-save", env={"PYTHONPATH": environ["PYTHONPATH"]})
+    run = envdoctor("check", "--json", "-", "--no-save", env={"PYTHONPATH": environ["PYTHONPATH"]}, child=True)  # the plant is on the doctor's PYTHONPATH too
     assert run.returncode == 1, run
     probe = run.json()["probe"]
     stages = {s["id"]: s for s in probe["stages"]}
@@ -108,7 +109,7 @@ def test_segfault_on_torch_import_is_pinned_bisected_and_reported(envdoctor, tmp
 def test_bisection_names_the_thread_setting_that_makes_the_crash_go_away(envdoctor, tmp_path):
     environ = plant(tmp_path / "plant", "numpy", SEGFAULT_UNLESS_ONE_THREAD)
     report = tmp_path / "report.json"
-    run = envdoctor("check", "--json", str(report), "--markdown", "-", "--no-save", env={"PYTHONPATH": environ["PYTHONPATH"]}, unset=("OMP_NUM_THREADS",))
+    run = envdoctor("check", "--json", str(report), "--markdown", "-", "--no-save", env={"PYTHONPATH": environ["PYTHONPATH"]}, unset=("OMP_NUM_THREADS",), child=True)
     assert run.returncode == 1, run
     data = json.loads(report.read_text())
     outcomes = {v["name"]: v["outcome"] for v in data["probe"]["bisection"]["variations"]}
@@ -121,6 +122,7 @@ def test_bisection_names_the_thread_setting_that_makes_the_crash_go_away(envdoct
     assert "| `export OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1` | passed |" in run.stdout
     assert "| import numpy | crashed |" in run.stdout
     rejudged = envdoctor("check", "--from", str(report), "--json", "-", "--no-save")
+    assert_checks_ran(rejudged.json(), "probe.bisected,probe.crash")
     assert sorted(f["id"] for f in rejudged.json()["findings"] if f["id"].startswith("probe.")) == ["probe.bisected", "probe.crash"]
 
 

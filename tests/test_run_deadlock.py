@@ -68,7 +68,7 @@ def hang(folder: Path, source: str, **modules: str):
     run and its saved report."""
     for name, text in {"prog": source, **modules}.items():
         (folder / f"{name}.py").write_text(text)
-    run = run_envdoctor("run", "--hang-timeout", "2", "--report-dir", str(folder / "reports"), "--", sys.executable, str(folder / "prog.py"), cwd=folder, timeout=60)
+    run = run_envdoctor("run", "--hang-timeout", "2", "--report-dir", str(folder / "reports"), "--", sys.executable, str(folder / "prog.py"), cwd=folder, timeout=60, child=True)
     assert run.returncode == 124, run
     return run, json.loads(next((folder / "reports").glob("crash-*.json")).read_text())
 
@@ -136,7 +136,7 @@ def test_a_frame_whose_file_is_not_on_this_machine_is_marked_foreign(tmp_path):
     """A function compiled elsewhere (as cloudpickle carries it) under a path this machine lacks."""
     script = tmp_path / "prog.py"
     script.write_text('import ctypes\nexec(compile("import ctypes\\nctypes.string_at(0)", "/home/someone-else/train_schedule.py", "exec"))\n')
-    run = run_envdoctor("run", "--report-dir", str(tmp_path / "reports"), "--", sys.executable, str(script), cwd=tmp_path, timeout=60)
+    run = run_envdoctor("run", "--report-dir", str(tmp_path / "reports"), "--", sys.executable, str(script), cwd=tmp_path, timeout=60, child=True)
     assert run.returncode == 139, run
     report = json.loads(next((tmp_path / "reports").glob("crash-*.json")).read_text())
     frames = {f["file"]: f for t in report["run"]["python_stacks"]["threads"] for f in t["frames"]}
