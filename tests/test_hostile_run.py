@@ -260,7 +260,7 @@ def test_check_with_a_fake_interpreter_leaving_a_setsid_grandchild_finishes_and_
     each leaves a grandchild."""
     python = fake_python(tmp_path, pid_file, f"{CPYTHON_ANSWER}\nexit 1")
     started = time.monotonic()
-    result = run_envdoctor("check", "--python", str(python), "--no-save", "--probe-timeout", "5", cwd=tmp_path, timeout=120)
+    result = run_envdoctor("check", "--python", str(python), "--no-save", "--probe-timeout", "5", cwd=tmp_path, child=True, timeout=120)  # the doctor's own end
     assert time.monotonic() - started < 60, result
     assert result.returncode in (0, 1), result
     fakes = pids_in(fakes_of(pid_file), 2)  # at least the facts script and the probe ladder
