@@ -3,7 +3,7 @@
 import json
 import sys
 
-from conftest import findings_by_id, write_host_root
+from conftest import assert_checks_ran, findings_by_id, write_host_root
 
 V2_AND_AVX2 = "fpu sse sse2 pni ssse3 sse4_1 sse4_2 popcnt cx16 lahf_lm avx avx2 fma"
 
@@ -15,6 +15,7 @@ def cpuinfo(flags):
 def cpu_findings(envdoctor, tmp_path, flags):
     root = write_host_root(tmp_path / "root", {"/proc/cpuinfo": cpuinfo(flags)})
     run = envdoctor("check", "--no-save", "--only", "cpu", "--json", "-", env={"ENVDOCTOR_ROOT": str(root)})
+    assert_checks_ran(run.json(), "cpu")
     return run, findings_by_id(run.json()).get("cpu.missing-instructions", [])
 
 
