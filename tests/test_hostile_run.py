@@ -353,6 +353,7 @@ def test_processes_left_after_a_clean_exit_are_named_and_stopped(tmp_path, pid_f
     assert not (tmp_path / "reports").exists()
 
 
+@pytest.mark.slow
 def test_a_leftover_ignoring_sigterm_is_killed_and_recorded_in_the_report(tmp_path, pid_file):
     result = run_leaving(tmp_path, leave("setsid sh -c 'trap \"\" TERM; exec sleep 1000'", pid_file) + "; exit 3")
     left = pids_in(pid_file)[0]

@@ -40,6 +40,7 @@ def statuses(report: dict) -> dict:
     return {run["id"]: run for run in report["checks"]}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("root", ["empty", "missing", "file"])
 def test_facts_come_from_psutil_and_py_cpuinfo(reports, root):
     facts = reports[root]["facts"]
@@ -49,6 +50,7 @@ def test_facts_come_from_psutil_and_py_cpuinfo(reports, root):
     assert facts["memory"]["shm_total_bytes"] is None
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("root", ["empty", "missing", "file"])
 def test_linux_only_checks_are_skipped_with_the_reason(reports, root):
     runs = statuses(reports[root])
@@ -67,6 +69,7 @@ def test_a_root_with_proc_is_judged_as_linux(tmp_path):
     assert statuses(report)["wsl.kernel"]["status"] == "passed"
 
 
+@pytest.mark.slow
 def test_an_older_report_without_has_proc_is_judged_as_linux(reports, tmp_path):
     recorded = reports["empty"]
     del recorded["facts"]["system"]["has_proc"]
@@ -78,6 +81,7 @@ def test_an_older_report_without_has_proc_is_judged_as_linux(reports, tmp_path):
     assert_checks_ran(run.json(), ran=())
 
 
+@pytest.mark.slow
 def test_a_non_boolean_has_proc_in_a_report_is_refused_or_judged_never_crashes(reports, tmp_path):
     for value in ("no", 0, None, [], {"x": 1}):
         recorded = json.loads(json.dumps(reports["empty"]))

@@ -75,6 +75,7 @@ def test_abort_is_mirrored_as_134(envdoctor, tmp_path):
     assert report["run"]["python_stacks"]["fatal_error"] == "Aborted"
 
 
+@pytest.mark.slow
 def test_hang_timeout_dumps_every_thread_and_ends_it(envdoctor, tmp_path):
     result = envdoctor("run", "--hang-timeout", "1", "--", PY, program("hang.py"), child=True)
     assert result.returncode == 124, result
@@ -85,6 +86,7 @@ def test_hang_timeout_dumps_every_thread_and_ends_it(envdoctor, tmp_path):
     assert "hold_the_lock" in finding(report, "run.hang")["explanation"]
 
 
+@pytest.mark.slow
 def test_memory_growth_stopped_by_an_address_space_limit(envdoctor, tmp_path):
     limit = 400 << 20
     limited = f"import os, resource, sys; resource.setrlimit(resource.RLIMIT_AS, ({limit}, {limit})); os.execv(sys.executable, [sys.executable, {program('grow.py')!r}])"

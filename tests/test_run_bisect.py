@@ -96,6 +96,7 @@ def assert_single_thread_named(run, report, logged, outcome: str) -> None:
     assert_nothing_left(logged)
 
 
+@pytest.mark.slow
 def test_a_crash_only_with_several_threads_is_bisected_to_single_thread(single_thread_crash):
     assert_single_thread_named(*single_thread_crash, outcome="passes")
     cause = single_thread_crash[1]["diagnosis"][0]

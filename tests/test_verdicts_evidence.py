@@ -72,6 +72,7 @@ def add_mixed_wheels(facts: dict) -> None:
 # Severity follows the evidence: mixed CUDA wheel families
 
 
+@pytest.mark.slow
 def test_mixed_families_beside_a_cpu_torch_whose_probe_passed_are_a_warning(tmp_path, no_probe_report, clamped_probe):
     report = with_probe(no_probe_report, tmp_path / "r.json", clamped_probe, add_mixed_wheels)
     (finding,) = judged(report, "wheels")["wheels.mixed-cuda-families"]
@@ -85,6 +86,7 @@ def test_mixed_families_beside_a_cpu_torch_without_a_probe_stay_an_error(tmp_pat
     assert finding["severity"] == "error"
 
 
+@pytest.mark.slow
 def test_mixed_families_beside_a_cuda_torch_stay_an_error_even_when_the_probe_passed(tmp_path, clamped_probe):
     (finding,) = judged(with_probe(H100, tmp_path / "r.json", clamped_probe, add_mixed_wheels), "wheels")["wheels.mixed-cuda-families"]
     assert finding["severity"] == "error"
@@ -93,6 +95,7 @@ def test_mixed_families_beside_a_cuda_torch_stay_an_error_even_when_the_probe_pa
 # Severity follows the evidence: oversubscribed thread pools
 
 
+@pytest.mark.slow
 def test_oversubscription_the_probe_saw_clamped_says_what_was_measured(tmp_path, no_probe_report, clamped_probe):
     report = with_probe(no_probe_report, tmp_path / "r.json", clamped_probe)
     (finding,) = judged(report, "threads")["threads.oversubscribed"]
@@ -139,6 +142,7 @@ def out_of_time(request, tmp_path_factory) -> tuple:
     return behaviour, probe, time.monotonic() - started
 
 
+@pytest.mark.slow
 def test_a_stage_past_its_limit_is_slow_when_it_kept_using_cpu_and_hung_only_when_not(out_of_time):
     behaviour, result, took = out_of_time
     (stage,) = [s for s in result["stages"] if s["id"] == "import_numpy"]
@@ -154,6 +158,7 @@ def test_a_stage_past_its_limit_is_slow_when_it_kept_using_cpu_and_hung_only_whe
     assert took < 4 + 10, took
 
 
+@pytest.mark.slow
 def test_the_time_limit_finding_gives_a_remedy_that_raises_the_limit_for_the_diagnosed_interpreter(tmp_path, no_probe_report, out_of_time):
     behaviour, probe, _ = out_of_time
     probe = {**probe, "python": "/opt/my envs/train/bin/python"}
