@@ -103,10 +103,11 @@ def make_root(base: Path) -> Path:
     return root
 
 
-def checked(python: Path, *extra: str, env: Optional[Dict[str, str]] = None, unset: Iterable[str] = ("CONDA_PREFIX", "CONDA_DEFAULT_ENV", "CONDA_SHLVL")) -> dict:
+def checked(python: Path, *extra: str, env: Optional[Dict[str, str]] = None, unset: Iterable[str] = ("CONDA_PREFIX", "CONDA_DEFAULT_ENV", "CONDA_SHLVL"), skipped=()) -> dict:
     run = run_envdoctor("check", "--python", str(python), "--no-probe", "--no-save", "--no-redact", "--only", "conda", "--json", "-", *extra, env=env, unset=unset)
     assert run.returncode in (0, 1), run
     assert "Traceback" not in run.stderr
+    assert_checks_ran(run.json(), "conda", skipped=skipped)
     return run.json()
 
 
@@ -247,14 +248,14 @@ def test_env_not_active(mapush_env, active, expected):
 def test_active_env_while_another_interpreter_is_diagnosed(mapush_env, tmp_path):
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(tmp_path / "plain")], check=True)
     env = {"CONDA_PREFIX": str(mapush_env.prefix), "CONDA_DEFAULT_ENV": "mapush", "PATH": f"{mapush_env.prefix}/bin:{os.environ['PATH']}"}
-    finding = only(checked(tmp_path / "plain" / "bin" / "python", env=env), "conda.active-env-not-diagnosed")
+    finding = only(checked(tmp_path / "plain" / "bin" / "python", env=env, skipped=NEEDS_A_PREFIX), "conda.active-env-not-diagnosed")
     assert finding["evidence"]["python_on_path"] == f"{mapush_env.prefix}/bin/python"
     assert commands(finding) == [f"envdoctor check --python {mapush_env.prefix}/bin/python"]
 
 
 def test_plain_venv_skips_the_conda_checks(tmp_path):
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(tmp_path / "plain")], check=True)
-    report = checked(tmp_path / "plain" / "bin" / "python")
+    report = checked(tmp_path / "plain" / "bin" / "python", skipped="conda")
     conda_runs = [c for c in report["checks"] if c["id"].startswith("conda.")]
     assert len(conda_runs) == 6 and not [f for f in report["findings"] if f["id"].startswith("conda.")]
     assert {(c["status"], c["reason"]) for c in conda_runs} == {("skipped", "not a conda environment")}
