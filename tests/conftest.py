@@ -233,12 +233,13 @@ def assert_checks_ran(document: dict, ran: IdsOrNames, skip: IdsOrNames = (), sk
     """In the report `document`, each check `ran` names (less `skip`) found or passed, each one `skipped`
     names was skipped, and none crashed."""
     required, skipped = selected(names(ran), names(skip)), selected(names(skipped), names(skip))
-    runs = {run["id"]: run for run in document["checks"]}
-    crashed = [run for run in runs.values() if run["status"] == "crashed"]
+    runs = {run["id"]: (run["status"], run["reason"]) for run in document["checks"]}
+    ended = {i: runs.get(i, ("absent", "")) for i in required | skipped}
+    crashed = {i: run for i, run in runs.items() if run[0] == "crashed"}
     assert not crashed, f"checks crashed: {crashed}"
-    not_run = [runs.get(i, {"id": i, "status": "absent"}) for i in sorted(required - skipped) if runs.get(i, {}).get("status") not in ("found", "passed")]
+    not_run = {i: run for i, run in ended.items() if i not in skipped and run[0] not in ("found", "passed")}
     assert not not_run, f"checks that did not run: {not_run}"
-    not_skipped = [runs.get(i, {"id": i, "status": "absent"}) for i in sorted(skipped) if runs.get(i, {}).get("status") != "skipped"]
+    not_skipped = {i: run for i, run in ended.items() if i in skipped and run[0] != "skipped"}
     assert not not_skipped, f"checks expected to be skipped that were not: {not_skipped}"
 
 
