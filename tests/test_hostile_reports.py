@@ -245,7 +245,7 @@ def test_seen_wrong_types_through_the_real_cli(real_report, tmp_path, mutation, 
     NAMED_MUTATIONS[mutation](document)
     changed = write(tmp_path / "changed.json", document)
     plain = write(tmp_path / "plain.json", real_report)
-    run = run_envdoctor(*COMMANDS[command](str(changed), str(plain), tmp_path), cwd=tmp_path)
+    run = run_envdoctor(*COMMANDS[command](str(changed), str(plain), tmp_path), cwd=tmp_path, timeout=60)
     assert "Traceback" not in run.stderr, run
     if run.returncode == 2:
         assert_one_line(run)

@@ -156,7 +156,7 @@ def test_a_hostile_recorded_bisection_is_judged_without_crashing(single_thread_c
     report["run"]["bisection"] = case[1]
     source = tmp_path / "hostile.json"
     source.write_text(json.dumps(report))
-    run = run_envdoctor("check", "--from", str(source), "--json", "-")
+    run = run_envdoctor("check", "--from", str(source), "--json", "-", timeout=60)
     assert run.returncode in (0, 1) and "Traceback" not in run.stderr, run
     judged = run.json()
     assert not [c for c in judged["checks"] if c["id"] == "run.bisected" and c["status"] == "crashed"]
