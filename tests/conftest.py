@@ -1,14 +1,17 @@
-"""Shared fixtures: the CLI run as a real child process, and real virtual environments built once per session."""
+"""Shared fixtures: the CLI run in this process or as a real child process, recorded facts judged, and real virtual environments built once per session."""
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import os
+import signal
 import subprocess
 import sys
 import venv
 from pathlib import Path
-from typing import Callable, Dict, Iterable, Optional
+from typing import Callable, Dict, Iterable, Optional, Sequence, Tuple, Union
 
 import pytest
 
@@ -31,21 +34,149 @@ class Run:
         return f"<Run rc={self.returncode}\nstdout={self.stdout[-2000:]}\nstderr={self.stderr[-2000:]}>"
 
 
-def run_envdoctor(*args: str, env: Optional[Dict[str, str]] = None, cwd=None, unset: Iterable[str] = (), input: Optional[str] = None, timeout: float = 300) -> Run:
-    """Run `python -m envdoctor ARGS` in a child process with extra variables `env` and `unset` removed."""
+def register_checks_as_a_fresh_check_does() -> None:
+    """Checks are listed (and their findings of one severity ordered) as their modules were first
+    imported; load them now, before any test module imports a part of envdoctor that imports some of
+    them, so that in-process runs list them as a fresh `python -m envdoctor check` does."""
+    from envdoctor.checks.registry import load_checks
+
+    load_checks()
+
+
+register_checks_as_a_fresh_check_does()
+
+
+# Variables that act when an interpreter starts (its sys.path, site, streams, warnings): in this
+# process they would reach the doctor's children but not the doctor itself.
+STARTUP_VARIABLES = frozenset({
+    "PYTHONPATH", "PYTHONHOME", "PYTHONSAFEPATH", "PYTHONNOUSERSITE", "PYTHONUSERBASE", "PYTHONIOENCODING",
+    "PYTHONUTF8", "PYTHONWARNINGS", "PYTHONDEVMODE", "PYTHONFAULTHANDLER", "PYTHONSTARTUP", "LANG", "LC_ALL", "LC_CTYPE",
+})
+
+
+def run_envdoctor(
+    *args: str,
+    env: Optional[Dict[str, str]] = None,
+    cwd=None,
+    unset: Iterable[str] = (),
+    input: Optional[str] = None,
+    child: bool = False,
+    timeout: Optional[float] = None,
+) -> Run:
+    """`envdoctor ARGS` with extra variables `env` and `unset` removed, run in this process (the same
+    entry as `python -m envdoctor`, with the same inputs and outputs), or with `child=True` as a real
+    `python -m envdoctor` child process: for tests whose subject is the process itself (signals,
+    streams, imports, start-up variables, a wait that must never block the test's own process).
+    Past `timeout` seconds either raises subprocess.TimeoutExpired."""
     environ = {k: v for k, v in os.environ.items() if k not in set(unset)}
     environ.update(env or {})
     environ.setdefault("NO_COLOR", "1")
-    completed = subprocess.run(
-        [sys.executable, "-m", "envdoctor", *args],
-        capture_output=True,
-        text=True,
-        env=environ,
-        cwd=cwd,
-        input=input,
-        timeout=timeout,
-    )
-    return Run(completed)
+    if child:
+        return in_child(args, environ, cwd, input, 300 if timeout is None else timeout)
+    acting = sorted(STARTUP_VARIABLES.intersection(env or {}) | STARTUP_VARIABLES.intersection(unset))
+    if acting:
+        raise TypeError(f"{', '.join(acting)} act at interpreter start-up: pass child=True")
+    if args[:1] == ("run",):
+        raise TypeError("run hands the command descriptors 0, 1 and 2, which stay the test's own in this process: pass child=True")
+    return in_process(args, environ, cwd, input, timeout)
+
+
+def in_child(args, environ: Dict[str, str], cwd, input: Optional[str], timeout: float) -> Run:
+    command = [sys.executable, "-m", "envdoctor", *args]
+    return Run(subprocess.run(command, capture_output=True, text=True, env=environ, cwd=cwd, input=input, timeout=timeout))
+
+
+def in_process(args, environ: Dict[str, str], cwd, input: Optional[str], timeout: Optional[float]) -> Run:
+    """`envdoctor.cli.main(args)`, as `python -m envdoctor` calls it, with this process's environment,
+    working directory and standard streams set as a child's would be, and restored afterwards."""
+    from envdoctor.cli import main
+
+    streams = ChildStreams(input)
+    with child_state(environ, cwd, streams), time_limit(["envdoctor", *args], timeout):
+        try:
+            main(list(args))
+            code = 0
+        except SystemExit as end:
+            code = exit_status(end, streams)
+    return Run(subprocess.CompletedProcess(["envdoctor", *args], code, streams.read("stdout"), streams.read("stderr")))
+
+
+class ChildStreams:
+    """Standard streams as a child's over pipes: the locale's encoding and error handler, stderr
+    with backslashreplace, no terminal; read back as subprocess.run(text=True) decodes them."""
+
+    def __init__(self, input: Optional[str]):
+        encoding, errors = sys.__stdout__.encoding, sys.__stdout__.errors
+        self.stdin = io.TextIOWrapper(io.BytesIO((input or "").encode(encoding)), encoding=encoding, errors=errors)
+        self.stdout = io.TextIOWrapper(io.BytesIO(), encoding=encoding, errors=errors)
+        self.stderr = io.TextIOWrapper(io.BytesIO(), encoding=encoding, errors="backslashreplace", line_buffering=True)
+
+    def all(self) -> tuple:
+        return self.stdin, self.stdout, self.stderr
+
+    def read(self, name: str) -> str:
+        stream = getattr(self, name)
+        stream.flush()
+        return io.TextIOWrapper(io.BytesIO(stream.buffer.getvalue())).read()
+
+
+def exit_status(end: SystemExit, streams: ChildStreams) -> int:
+    """The exit status the interpreter gives for this SystemExit (a message is written to stderr, status 1)."""
+    if end.code is None or isinstance(end.code, int):
+        return end.code or 0
+    streams.stderr.write(f"{end.code}\n")
+    return 1
+
+
+class PastTimeLimit(BaseException):
+    """Raised by SIGALRM in a run past its time limit; a BaseException, so the CLI's handler of
+    unexpected errors does not turn it into an exit code."""
+
+
+@contextlib.contextmanager
+def time_limit(command: list, timeout: Optional[float]):
+    """subprocess.TimeoutExpired once `timeout` seconds have passed, as subprocess.run(timeout=) raises."""
+    if timeout is None:
+        yield
+        return
+
+    def expire(signum, frame):
+        raise PastTimeLimit()
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, timeout)
+    try:
+        yield
+    except PastTimeLimit:
+        raise subprocess.TimeoutExpired(command, timeout) from None
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+@contextlib.contextmanager
+def child_state(environ: Dict[str, str], cwd, streams: ChildStreams):
+    """This process's environment, working directory and standard streams as a fresh
+    `python -m envdoctor` would have them, and no answer remembered from an earlier run."""
+    from envdoctor import interpreter
+
+    saved_environ, saved_cwd = dict(os.environ), os.getcwd()
+    saved_streams = (sys.stdin, sys.stdout, sys.stderr, sys.__stdin__, sys.__stdout__, sys.__stderr__)
+    interpreter.identity.cache_clear()  # the interpreter at a path is asked once per process
+    try:
+        os.environ.clear()
+        os.environ.update(environ)
+        if cwd is not None:
+            os.chdir(cwd)
+        # also the original streams: shutil.get_terminal_size() asks sys.__stdout__, a pipe in a child
+        sys.stdin, sys.stdout, sys.stderr = sys.__stdin__, sys.__stdout__, sys.__stderr__ = streams.all()
+        yield
+    finally:
+        sys.stdin, sys.stdout, sys.stderr, sys.__stdin__, sys.__stdout__, sys.__stderr__ = saved_streams
+        os.chdir(saved_cwd)
+        os.environ.clear()
+        os.environ.update(saved_environ)
+        interpreter.identity.cache_clear()
 
 
 @pytest.fixture
@@ -57,6 +188,65 @@ def envdoctor(tmp_path):
         return run_envdoctor(*args, **kwargs)
 
     return run
+
+
+IdsOrNames = Union[str, Sequence[str]]
+
+
+def judge_recorded(report: Path, only: IdsOrNames = (), skip: IdsOrNames = (), ran: Optional[IdsOrNames] = None, skipped: IdsOrNames = ()) -> dict:
+    """The recorded report judged again by the current checks in this process, through the engine as
+    `check --from REPORT --only ONLY --skip SKIP --json -` judges it, as that JSON document.
+
+    A check that crashed or was skipped for want of facts gives no finding, just as a check that found
+    nothing: so every check `ran` names (ids or domains, by default `only`) must have found or passed,
+    except those `skipped` names, which must have been skipped; and no check may have crashed."""
+    from envdoctor import engine
+    from envdoctor.render import json as json_renderer
+
+    selection = engine.Selection(only=names(only), skip=names(skip))
+    if ran is None and not selection.only:
+        raise TypeError("name the checks whose verdict the test reads: only= or ran= (ran=() when none)")
+    document = json.loads(json_renderer.render(engine.rejudge(engine.read_report(Path(report)), selection)))
+    assert_checks_ran(document, only if ran is None else ran, skip, skipped)
+    return document
+
+
+def names(value: IdsOrNames) -> Tuple[str, ...]:
+    """Check ids or domains as --only takes them: "a,b", or a sequence of such."""
+    from envdoctor.cli.check import split_ids
+
+    return split_ids([value] if isinstance(value, str) else value)
+
+
+def selected(wanted: Tuple[str, ...], skip: Tuple[str, ...]) -> set:
+    """The ids of the checks and linking rules that `wanted` names and `skip` leaves; none when `wanted` is empty."""
+    from envdoctor.checks.registry import load_checks, load_links, select
+
+    if not wanted:
+        return set()
+    found = {c.id for c in select([*load_checks()[0], *load_links()], wanted, skip)}
+    assert found, f"{', '.join(wanted)} names no check"
+    return found
+
+
+def assert_checks_ran(document: dict, ran: IdsOrNames, skip: IdsOrNames = (), skipped: IdsOrNames = ()) -> None:
+    """In the report `document`, each check `ran` names (less `skip`) found or passed, each one `skipped`
+    names was skipped, and none crashed."""
+    required, skipped = selected(names(ran), names(skip)), selected(names(skipped), names(skip))
+    runs = {run["id"]: (run["status"], run["reason"]) for run in document["checks"]}
+    ended = {i: runs.get(i, ("absent", "")) for i in required | skipped}
+    crashed = {i: run for i, run in runs.items() if run[0] == "crashed"}
+    assert not crashed, f"checks crashed: {crashed}"
+    not_run = {i: run for i, run in ended.items() if i not in skipped and run[0] not in ("found", "passed")}
+    assert not not_run, f"checks that did not run: {not_run}"
+    not_skipped = {i: run for i, run in ended.items() if i in skipped and run[0] != "skipped"}
+    assert not not_skipped, f"checks expected to be skipped that were not: {not_skipped}"
+
+
+@pytest.fixture
+def judged():
+    """judge_recorded: a recorded report judged in this process, each selected check known to have run."""
+    return judge_recorded
 
 
 class VenvFactory:

@@ -41,7 +41,7 @@ def test_json_report_validates_against_the_shipped_schema(envdoctor):
 
 
 def test_check_saves_a_report_and_says_where(envdoctor, tmp_path):
-    run = envdoctor("check", "--no-probe")
+    run = envdoctor("check", "--no-probe", child=True)  # the command's wiring in a real `python -m envdoctor`
     assert run.returncode in (0, 1), run
     saved = list((tmp_path / "reports").glob("envdoctor-*.json"))
     assert len(saved) == 1
@@ -63,6 +63,7 @@ def test_markdown_is_ready_for_a_github_issue(envdoctor, tmp_path):
     assert "[✓]" not in run.stdout  # the terminal view does not mix into stdout
 
 
+@pytest.mark.slow
 def test_no_secret_value_reaches_any_output(envdoctor, tmp_path):
     run = envdoctor("check", "--json", "report.json", "--markdown", "report.md", "-v", env=SECRETS)
     assert run.returncode in (0, 1), run
@@ -153,6 +154,7 @@ def test_bad_input_is_one_line_and_exit_2(envdoctor, tmp_path, args, message):
     assert run.stdout == ""
 
 
+@pytest.mark.slow
 def test_python_option_diagnoses_another_real_venv(envdoctor, venvs):
     python = venvs.get("with-six", ["six==1.16.0"])
     report = envdoctor("check", "--no-save", "--only", "wsl", "--python", str(python), "--json", "-").json()
@@ -164,6 +166,7 @@ def test_python_option_diagnoses_another_real_venv(envdoctor, venvs):
     assert report["target_python"] == str(python)
 
 
+@pytest.mark.slow
 def test_python_option_takes_a_venv_folder(envdoctor, venvs):
     python = venvs.get("with-six", ["six==1.16.0"])
     report = envdoctor("check", "--no-save", "--only", "wsl", "--python", str(python.parent.parent), "--json", "-").json()
@@ -171,7 +174,7 @@ def test_python_option_takes_a_venv_folder(envdoctor, venvs):
 
 
 def test_checks_lists_the_catalogue(envdoctor):
-    run = envdoctor("checks")
+    run = envdoctor("checks", child=True)  # the command's wiring in a real `python -m envdoctor`
     assert run.returncode == 0
     ids = [line.split()[0] for line in run.stdout.splitlines()]
     assert {"wsl.kernel", "cpu.missing-instructions", "threads.oversubscribed", "memory.shm-small"} <= set(ids)
@@ -181,7 +184,7 @@ def test_checks_lists_the_catalogue(envdoctor):
 def test_python_dash_m_and_console_script_agree(envdoctor):
     script = os.path.join(os.path.dirname(sys.executable), "envdoctor")
     version = subprocess.run([script, "--version"], capture_output=True, text=True).stdout
-    assert version == envdoctor("--version").stdout
+    assert version == envdoctor("--version", child=True).stdout  # the subject is `python -m envdoctor` itself
     assert "envdoctor, version" in version
 
 
@@ -204,6 +207,7 @@ def test_ctrl_c_while_the_cli_is_imported_exits_130_without_a_traceback(tmp_path
     assert result.stderr == "Interrupted.\n"
 
 
+@pytest.mark.slow
 def test_ctrl_c_exits_130_without_a_traceback(tmp_path):
     """A real SIGINT to a running `check` (the ladder is slow enough to be caught in)."""
     process = subprocess.Popen([sys.executable, "-m", "envdoctor", "check", "--no-save"], cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

@@ -15,7 +15,7 @@ from typing import Dict, Iterable, List, Optional, Sequence
 
 import pytest
 
-from conftest import changed_report, findings_by_id, run_envdoctor
+from conftest import assert_checks_ran, changed_report, findings_by_id, run_envdoctor
 from envdoctor import engine
 from envdoctor.collect.elf import read_versions
 from envdoctor.probe.result import Ending, ProbeResult, StageResult, StageStatus
@@ -105,10 +105,11 @@ def make_root(base: Path) -> Path:
     return root
 
 
-def checked(python: Path, *extra: str, env: Optional[Dict[str, str]] = None, unset: Iterable[str] = ("CONDA_PREFIX", "CONDA_DEFAULT_ENV", "CONDA_SHLVL")) -> dict:
+def checked(python: Path, *extra: str, env: Optional[Dict[str, str]] = None, unset: Iterable[str] = ("CONDA_PREFIX", "CONDA_DEFAULT_ENV", "CONDA_SHLVL"), skipped=()) -> dict:
     run = run_envdoctor("check", "--python", str(python), "--no-probe", "--no-save", "--no-redact", "--only", "conda", "--json", "-", *extra, env=env, unset=unset)
     assert run.returncode in (0, 1), run
     assert "Traceback" not in run.stderr
+    assert_checks_ran(run.json(), "conda", skipped=skipped)
     return run.json()
 
 
@@ -249,14 +250,14 @@ def test_env_not_active(mapush_env, active, expected):
 def test_active_env_while_another_interpreter_is_diagnosed(mapush_env, tmp_path):
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(tmp_path / "plain")], check=True)
     env = {"CONDA_PREFIX": str(mapush_env.prefix), "CONDA_DEFAULT_ENV": "mapush", "PATH": f"{mapush_env.prefix}/bin:{os.environ['PATH']}"}
-    finding = only(checked(tmp_path / "plain" / "bin" / "python", env=env), "conda.active-env-not-diagnosed")
+    finding = only(checked(tmp_path / "plain" / "bin" / "python", env=env, skipped=NEEDS_A_PREFIX), "conda.active-env-not-diagnosed")
     assert finding["evidence"]["python_on_path"] == f"{mapush_env.prefix}/bin/python"
     assert commands(finding) == [f"envdoctor check --python {mapush_env.prefix}/bin/python"]
 
 
 def test_plain_venv_skips_the_conda_checks(tmp_path):
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(tmp_path / "plain")], check=True)
-    report = checked(tmp_path / "plain" / "bin" / "python")
+    report = checked(tmp_path / "plain" / "bin" / "python", skipped="conda")
     conda_runs = [c for c in report["checks"] if c["id"].startswith("conda.")]
     assert len(conda_runs) == 6 and not [f for f in report["findings"] if f["id"].startswith("conda.")]
     assert {(c["status"], c["reason"]) for c in conda_runs} == {("skipped", "not a conda environment")}
@@ -377,6 +378,9 @@ def hostile_conda_facts() -> Iterable[object]:
     yield {"prefix": None, "active": {"prefix": 1, "python_on_path_is_this": False}}
 
 
+NEEDS_A_PREFIX = "conda.cxx-runtime,conda.env-not-active,conda.mixed-cuda,conda.openmp-mixed,conda.two-torches"  # else: not a conda environment
+
+
 @pytest.mark.parametrize("hostile", list(hostile_conda_facts()), ids=lambda v: type(v).__name__)
 def test_recorded_conda_facts_of_any_shape_are_judged_without_crashing(mapush_report, tmp_path, hostile):
     report = changed_report(mapush_report, tmp_path / "r.json", lambda facts: facts["target"].__setitem__("conda", hostile))
@@ -384,6 +388,7 @@ def test_recorded_conda_facts_of_any_shape_are_judged_without_crashing(mapush_re
     assert run.returncode in (0, 1), run
     assert "Traceback" not in run.stderr
     assert "doctor.check-crashed" not in findings_by_id(run.json())
+    assert_checks_ran(run.json(), "conda", skipped=NEEDS_A_PREFIX if isinstance(hostile, dict) and hostile.get("prefix") is None else ())
     diffed = run_envdoctor("diff", str(mapush_report), str(report), "--json", "-")
     assert diffed.returncode in (0, 1) and "Traceback" not in diffed.stderr, diffed
 

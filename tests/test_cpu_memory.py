@@ -3,7 +3,7 @@
 import json
 import sys
 
-from conftest import findings_by_id, write_host_root
+from conftest import assert_checks_ran, findings_by_id, write_host_root
 
 V2_AND_AVX2 = "fpu sse sse2 pni ssse3 sse4_1 sse4_2 popcnt cx16 lahf_lm avx avx2 fma"
 
@@ -15,6 +15,7 @@ def cpuinfo(flags):
 def cpu_findings(envdoctor, tmp_path, flags):
     root = write_host_root(tmp_path / "root", {"/proc/cpuinfo": cpuinfo(flags)})
     run = envdoctor("check", "--no-save", "--only", "cpu", "--json", "-", env={"ENVDOCTOR_ROOT": str(root)})
+    assert_checks_ran(run.json(), "cpu")
     return run, findings_by_id(run.json()).get("cpu.missing-instructions", [])
 
 
@@ -57,39 +58,38 @@ def recorded(envdoctor, tmp_path, **memory):
     return path
 
 
-def test_docker_default_shm_breaks_dataloader_workers(envdoctor, tmp_path):
+def test_docker_default_shm_breaks_dataloader_workers(envdoctor, judged, tmp_path):
     path = recorded(envdoctor, tmp_path, shm_total_bytes=64 * 2**20)
-    run = envdoctor("check", "--from", str(path), "--json", "-", "--only", "memory")
-    (finding,) = findings_by_id(run.json())["memory.shm-small"]
+    (finding,) = findings_by_id(judged(path, only="memory"))["memory.shm-small"]
     assert finding["severity"] == "warning"
     assert "64 MiB" in finding["title"]
     assert "docker run --shm-size=8g ..." in [r["command"] for r in finding["remedies"]]
 
 
-def test_small_ram_and_no_swap(envdoctor, tmp_path):
+def test_small_ram_and_no_swap(envdoctor, judged, tmp_path):
     path = recorded(envdoctor, tmp_path, ram_total_bytes=4 * 2**30, swap_total_bytes=0)
-    (finding,) = findings_by_id(envdoctor("check", "--from", str(path), "--json", "-").json())["memory.low-ram"]
+    (finding,) = findings_by_id(judged(path, ran="memory"))["memory.low-ram"]
     assert finding["severity"] == "warning"
     assert "4.0 GiB" in finding["title"]
 
 
-def test_ample_memory_is_quiet(envdoctor, tmp_path):
+def test_ample_memory_is_quiet(envdoctor, judged, tmp_path):
     path = recorded(envdoctor, tmp_path, ram_total_bytes=64 * 2**30, swap_total_bytes=8 * 2**30, shm_total_bytes=32 * 2**30)
-    found = findings_by_id(envdoctor("check", "--from", str(path), "--json", "-").json())
+    found = findings_by_id(judged(path, ran="memory"))
     assert not [i for i in found if i.startswith("memory.")]
 
 
-def test_a_failed_collector_is_a_finding_and_its_checks_are_skipped(envdoctor, tmp_path):
+def test_a_failed_collector_is_a_finding_and_its_checks_are_skipped(envdoctor, judged, tmp_path):
     path = tmp_path / "recorded.json"
     envdoctor("check", "--no-save", "--no-probe", "--json", str(path))
     report = json.loads(path.read_text())
     report["facts"]["memory"] = {"error": "OSError: [Errno 13] Permission denied: '/proc/meminfo'"}
     path.write_text(json.dumps(report))
-    judged = envdoctor("check", "--from", str(path), "--json", "-").json()
-    (finding,) = findings_by_id(judged)["doctor.collector-failed"]
+    rejudged = judged(path, ran="doctor.collector-failed", skipped="memory")
+    (finding,) = findings_by_id(rejudged)["doctor.collector-failed"]
     assert finding["evidence"] == {"collector": "memory"}
     assert "Permission denied" in finding["explanation"]
-    skipped = {c["id"]: c["status"] for c in judged["checks"] if c["id"].startswith("memory.")}
+    skipped = {c["id"]: c["status"] for c in rejudged["checks"] if c["id"].startswith("memory.")}
     assert skipped == {"memory.shm-small": "skipped", "memory.low-ram": "skipped"}
     terminal = envdoctor("check", "--from", str(path)).stdout
     assert "The memory facts could not be gathered" in terminal

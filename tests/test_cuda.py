@@ -17,18 +17,16 @@ H100 = DATA / "h100-driver580-cu130.json"
 PYTHON = "/opt/torch/.venv/bin/python"  # the recorded H100 environment's interpreter
 
 
-def judged(envdoctor, report: Path, only: str = "cuda") -> dict:
-    run = envdoctor("check", "--from", str(report), "--only", only, "--json", "-")
-    assert run.returncode in (0, 1), run
-    return findings_by_id(run.json())
+def findings(judged, report: Path, only: str = "cuda", skipped=()) -> dict:
+    return findings_by_id(judged(report, only=only, skipped=skipped))
 
 
 def commands(finding: dict) -> list:
     return [r["command"] for r in finding["remedies"] if r["command"]]
 
 
-def test_driver_470_cannot_run_a_cu121_torch(envdoctor):
-    [finding] = judged(envdoctor, DATA / "driver470-cu121.json")["cuda.driver-too-old"]
+def test_driver_470_cannot_run_a_cu121_torch(judged):
+    [finding] = findings(judged, DATA / "driver470-cu121.json")["cuda.driver-too-old"]
     assert finding["severity"] == "error"
     assert finding["evidence"]["minimum_driver"] == "525.60.13"
     assert "470.82.01" in finding["title"] and "525.60.13" in finding["title"]
@@ -43,16 +41,16 @@ def test_driver_470_cannot_run_a_cu121_torch(envdoctor):
 
 
 @pytest.mark.parametrize("version, too_old", [("525.60.13", False), ("525.60.12", True), ("535.104.05", False)])
-def test_minor_version_compatibility_floor(envdoctor, tmp_path, version, too_old):
+def test_minor_version_compatibility_floor(judged, tmp_path, version, too_old):
     def driver(facts):
         facts["gpu"]["driver"]["version"] = version
 
-    found = judged(envdoctor, changed_report(DATA / "driver470-cu121.json", tmp_path / "r.json", driver))
+    found = findings(judged, changed_report(DATA / "driver470-cu121.json", tmp_path / "r.json", driver))
     assert ("cuda.driver-too-old" in found) is too_old
 
 
-def test_blackwell_on_cu126_points_to_the_first_release_with_its_kernels(envdoctor):
-    [finding] = judged(envdoctor, DATA / "sm120-cu126.json")["cuda.gpu-arch-unsupported"]
+def test_blackwell_on_cu126_points_to_the_first_release_with_its_kernels(judged):
+    [finding] = findings(judged, DATA / "sm120-cu126.json")["cuda.gpu-arch-unsupported"]
     assert finding["severity"] == "error"
     assert "sm_120" in finding["title"] and "cu126" in finding["title"]
     assert "cu128, cu129, cu130, cu132" in finding["explanation"]
@@ -62,11 +60,11 @@ def test_blackwell_on_cu126_points_to_the_first_release_with_its_kernels(envdoct
     ]
 
 
-def test_pascal_on_cu130_goes_back_to_cu126_and_drops_the_cu13_wheels(envdoctor, tmp_path):
+def test_pascal_on_cu130_goes_back_to_cu126_and_drops_the_cu13_wheels(judged, tmp_path):
     def pascal(facts):
         facts["gpu"]["gpus"][0].update(name="NVIDIA GeForce GTX 1080", compute_capability="6.1")
 
-    [finding] = judged(envdoctor, changed_report(H100, tmp_path / "r.json", pascal))["cuda.gpu-arch-unsupported"]
+    [finding] = findings(judged, changed_report(H100, tmp_path / "r.json", pascal))["cuda.gpu-arch-unsupported"]
     uninstall, install, planned = commands(finding)
     assert uninstall.startswith(f"{PYTHON} -m pip uninstall -y cuda-toolkit nvidia-cublas nvidia-cuda-cupti")
     assert "nvidia-cudnn-cu13" in uninstall and "nvidia-ml-py" not in uninstall
@@ -77,11 +75,11 @@ def test_pascal_on_cu130_goes_back_to_cu126_and_drops_the_cu13_wheels(envdoctor,
     assert planned == f"envdoctor fix --pin-cuda 12.6 --torch 2.11.0 --python {PYTHON}"
 
 
-def test_cpu_torch_on_a_gpu_host(envdoctor, tmp_path):
+def test_cpu_torch_on_a_gpu_host(judged, tmp_path):
     def cpu_build(facts):
         facts["target"]["torch_build"].update(version="2.11.0+cpu", cuda=None)
 
-    [finding] = judged(envdoctor, changed_report(H100, tmp_path / "r.json", cpu_build))["cuda.cpu-build-on-gpu-host"]
+    [finding] = findings(judged, changed_report(H100, tmp_path / "r.json", cpu_build))["cuda.cpu-build-on-gpu-host"]
     assert finding["severity"] == "warning" and "H100" in finding["title"]
     assert commands(finding) == [
         f"{PYTHON} -m pip install torch==2.11.0+cu130 torchvision==0.26.0+cu130 torchaudio==2.11.0+cu130 "
@@ -90,16 +88,16 @@ def test_cpu_torch_on_a_gpu_host(envdoctor, tmp_path):
     ]
 
 
-def test_cpu_torch_without_a_gpu_is_fine(envdoctor, tmp_path):
+def test_cpu_torch_without_a_gpu_is_fine(judged, tmp_path):
     def cpu_box(facts):
         facts["target"]["torch_build"].update(version="2.11.0+cpu", cuda=None)
         facts["gpu"] = {"source": "none", "driver": None, "gpus": [], "reason": "no NVIDIA driver"}
 
-    assert "cuda.cpu-build-on-gpu-host" not in judged(envdoctor, changed_report(H100, tmp_path / "r.json", cpu_box))
+    assert "cuda.cpu-build-on-gpu-host" not in findings(judged, changed_report(H100, tmp_path / "r.json", cpu_box))
 
 
-def test_system_cudnn_in_the_linker_cache_beside_the_wheel_recorded_on_h100(envdoctor):
-    [finding] = judged(envdoctor, H100)["cuda.library-shadowing"]
+def test_system_cudnn_in_the_linker_cache_beside_the_wheel_recorded_on_h100(judged):
+    [finding] = findings(judged, H100)["cuda.library-shadowing"]
     assert finding["severity"] == "info"  # torch loaded only the wheel's cuDNN on that machine
     assert {e["version"] for e in finding["evidence"]["libraries"]} == {"9.14.0"}
     assert commands(finding)[0].startswith("dpkg -S /lib/x86_64-linux-gnu/libcudnn.so.9 ")
@@ -183,15 +181,15 @@ def test_nvcc_on_path_is_recorded(envdoctor, tmp_path):
     }
 
 
-def test_nvcc_of_another_cuda_than_torch_is_info(envdoctor, tmp_path):
+def test_nvcc_of_another_cuda_than_torch_is_info(judged, tmp_path):
     def nvcc(facts):
         facts["libraries"]["nvcc"] = {"path": "/usr/local/cuda-12.4/bin/nvcc", "version": "12.4", "full_version": "12.4.131", "error": None}
 
-    [finding] = judged(envdoctor, changed_report(H100, tmp_path / "r.json", nvcc))["cuda.nvcc-mismatch"]
+    [finding] = findings(judged, changed_report(H100, tmp_path / "r.json", nvcc))["cuda.nvcc-mismatch"]
     assert finding["severity"] == "info"
     assert "another major version" in finding["explanation"]
     assert commands(finding) == ["export CUDA_HOME=/usr/local/cuda-13.0"]
-    assert "cuda.nvcc-mismatch" not in judged(envdoctor, H100)
+    assert "cuda.nvcc-mismatch" not in findings(judged, H100)
 
 
 SAMPLE = Path(__file__).parent.parent / "reports" / "samples" / "h100-cu130.json"  # measured, with its probe
@@ -238,12 +236,12 @@ def probed_report(tmp_path: Path, changes, arch_list=None, probe_torch=None) -> 
     return path
 
 
-def with_doctor(envdoctor, report: Path) -> dict:
-    return judged(envdoctor, report, only="cuda,doctor")
+def with_doctor(judged, report: Path, skipped=()) -> dict:
+    return findings(judged, report, only="cuda,doctor", skipped=skipped)
 
 
-def test_v100_on_torch_2_11_cu128_has_no_kernels(envdoctor, tmp_path):
-    found = with_doctor(envdoctor, changed_report(H100, tmp_path / "r.json", lambda f: (volta(f), torch_as("2.11.0+cu128", "12.8")(f))))
+def test_v100_on_torch_2_11_cu128_has_no_kernels(judged, tmp_path):
+    found = with_doctor(judged, changed_report(H100, tmp_path / "r.json", lambda f: (volta(f), torch_as("2.11.0+cu128", "12.8")(f))))
     [finding] = found["cuda.gpu-arch-unsupported"]
     assert "sm_70" in finding["title"] and "2.11.0+cu128" in finding["title"]
     assert finding["evidence"]["arch_list_source"].startswith("Volta dropped") and "7.0" not in finding["evidence"]["shipped"]
@@ -251,21 +249,21 @@ def test_v100_on_torch_2_11_cu128_has_no_kernels(envdoctor, tmp_path):
     assert "doctor.knowledge-stale" not in found
 
 
-def test_v100_on_torch_2_10_cu128_is_fine(envdoctor, tmp_path):
-    found = with_doctor(envdoctor, changed_report(H100, tmp_path / "r.json", lambda f: (volta(f), torch_as("2.10.0+cu128", "12.8")(f))))
+def test_v100_on_torch_2_10_cu128_is_fine(judged, tmp_path):
+    found = with_doctor(judged, changed_report(H100, tmp_path / "r.json", lambda f: (volta(f), torch_as("2.10.0+cu128", "12.8")(f))))
     assert "cuda.gpu-arch-unsupported" not in found
 
 
-def test_the_measured_probe_disagrees_with_the_cu130_row(envdoctor):
-    [stale] = with_doctor(envdoctor, SAMPLE)["doctor.knowledge-stale"]
+def test_the_measured_probe_disagrees_with_the_cu130_row(judged):
+    [stale] = with_doctor(judged, SAMPLE)["doctor.knowledge-stale"]
     assert stale["severity"] == "info"
     assert "cu130" in stale["title"] and "2.11.0+cu130" in stale["title"]
     assert stale["evidence"]["table"] == H100_ARCHES + ["compute_120"] and stale["evidence"]["recorded"] == H100_ARCHES
 
 
-def test_a_recorded_arch_list_judges_the_gpu_and_names_the_stale_row(envdoctor, tmp_path):
+def test_a_recorded_arch_list_judges_the_gpu_and_names_the_stale_row(judged, tmp_path):
     without_volta = [a for a in CU128_210 if a != "sm_70"]
-    found = with_doctor(envdoctor, probed_report(tmp_path, [volta, torch_as("2.10.0+cu128", "12.8")], arch_list=without_volta))
+    found = with_doctor(judged, probed_report(tmp_path, [volta, torch_as("2.10.0+cu128", "12.8")], arch_list=without_volta))
     [finding] = found["cuda.gpu-arch-unsupported"]
     assert finding["evidence"]["arch_list_source"] == "torch.cuda.get_arch_list() recorded by the probe"
     assert "as torch itself reported" in finding["explanation"]
@@ -274,23 +272,23 @@ def test_a_recorded_arch_list_judges_the_gpu_and_names_the_stale_row(envdoctor, 
     assert stale["evidence"]["table"] == CU128_210 and stale["evidence"]["recorded"] == without_volta
 
 
-def test_a_recorded_arch_list_overrules_a_table_that_says_no(envdoctor, tmp_path):
-    found = with_doctor(envdoctor, probed_report(tmp_path, [volta, torch_as("2.11.0+cu128", "12.8")], arch_list=CU128_210))
+def test_a_recorded_arch_list_overrules_a_table_that_says_no(judged, tmp_path):
+    found = with_doctor(judged, probed_report(tmp_path, [volta, torch_as("2.11.0+cu128", "12.8")], arch_list=CU128_210))
     assert "cuda.gpu-arch-unsupported" not in found
     [stale] = found["doctor.knowledge-stale"]
     assert stale["evidence"]["recorded"] == CU128_210 and "sm_70" not in stale["evidence"]["table"]
 
 
-def test_an_arch_list_recorded_for_another_torch_is_not_used(envdoctor, tmp_path):
+def test_an_arch_list_recorded_for_another_torch_is_not_used(judged, tmp_path):
     report = probed_report(tmp_path, [volta, torch_as("2.11.0+cu128", "12.8")], arch_list=CU128_210, probe_torch="2.10.0+cu128")
-    found = with_doctor(envdoctor, report)
+    found = with_doctor(judged, report)
     assert found["cuda.gpu-arch-unsupported"][0]["evidence"]["arch_list_source"].startswith("Volta dropped")
     assert "doctor.knowledge-stale" not in found
 
 
 @pytest.mark.parametrize("arch_list", [["sm_75", 7, None, {"a": 1}, "sm_120; reboot"], "sm_70", {"sm_70": 1}, [None]])
-def test_a_malformed_recorded_arch_list_is_not_read_as_kernels(envdoctor, tmp_path, arch_list):
-    found = with_doctor(envdoctor, probed_report(tmp_path, [volta, torch_as("2.10.0+cu128", "12.8")], arch_list=arch_list))
+def test_a_malformed_recorded_arch_list_is_not_read_as_kernels(judged, tmp_path, arch_list):
+    found = with_doctor(judged, probed_report(tmp_path, [volta, torch_as("2.10.0+cu128", "12.8")], arch_list=arch_list))
     assert "doctor.check-crashed" not in found
     recorded = isinstance(arch_list, list)
     assert ("cuda.gpu-arch-unsupported" in found) is recorded  # a list without sm_70 is believed; anything else is not a list
@@ -300,8 +298,8 @@ def test_a_malformed_recorded_arch_list_is_not_read_as_kernels(envdoctor, tmp_pa
 CU13_REQUIRES = ['cuda-toolkit[cublas,cudart]==13.0.2; platform_system == "Linux"', "nvidia-cudnn-cu13==9.19.0.56", "not a requirement ==="]
 
 
-def test_a_torch_newer_than_the_tables_without_a_probe_is_unknown_not_fine(envdoctor, tmp_path):
-    found = with_doctor(envdoctor, changed_report(H100, tmp_path / "r.json", lambda f: (pascal(f), torch_as("2.99.0+cu130", "13.0", CU13_REQUIRES)(f))))
+def test_a_torch_newer_than_the_tables_without_a_probe_is_unknown_not_fine(judged, tmp_path):
+    found = with_doctor(judged, changed_report(H100, tmp_path / "r.json", lambda f: (pascal(f), torch_as("2.99.0+cu130", "13.0", CU13_REQUIRES)(f))))
     assert "cuda.gpu-arch-unsupported" not in found  # no arch list is guessed for it
     [stale] = found["doctor.knowledge-stale"]
     assert stale["severity"] == "info" and "do not know torch 2.99.0+cu130" in stale["title"]
@@ -312,9 +310,9 @@ def test_a_torch_newer_than_the_tables_without_a_probe_is_unknown_not_fine(envdo
     assert commands(stale) == [f"envdoctor check --python {PYTHON}"]
 
 
-def test_a_torch_newer_than_the_tables_is_judged_by_its_recorded_arch_list(envdoctor, tmp_path):
+def test_a_torch_newer_than_the_tables_is_judged_by_its_recorded_arch_list(judged, tmp_path):
     changes = [pascal, torch_as("2.99.0+cu128", "12.8", ["nvidia-cuda-runtime-cu12==12.8.90"])]
-    found = with_doctor(envdoctor, probed_report(tmp_path, changes, arch_list=H100_ARCHES))
+    found = with_doctor(judged, probed_report(tmp_path, changes, arch_list=H100_ARCHES))
     [finding] = found["cuda.gpu-arch-unsupported"]
     assert finding["evidence"]["arch_list_source"] == "torch.cuda.get_arch_list() recorded by the probe"
     assert commands(finding)[-2].startswith(f"{SAMPLE_PYTHON} -m pip install torch==2.14.1+cu126 ")  # the newest known release with sm_61 kernels
@@ -323,8 +321,8 @@ def test_a_torch_newer_than_the_tables_is_judged_by_its_recorded_arch_list(envdo
     assert not stale["remedies"]
 
 
-def test_a_variant_the_tables_do_not_list_is_unknown(envdoctor, tmp_path):
-    found = with_doctor(envdoctor, changed_report(H100, tmp_path / "r.json", lambda f: (volta(f), torch_as("2.11.0+cu129", "12.9")(f))))
+def test_a_variant_the_tables_do_not_list_is_unknown(judged, tmp_path):
+    found = with_doctor(judged, changed_report(H100, tmp_path / "r.json", lambda f: (volta(f), torch_as("2.11.0+cu129", "12.9")(f))))
     assert "cuda.gpu-arch-unsupported" not in found
     [stale] = found["doctor.knowledge-stale"]
     assert "cu129" in stale["title"] and stale["evidence"]["arch_support"] == "unknown"

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import SB3_DATA, run_envdoctor
+from conftest import SB3_DATA, assert_checks_ran, run_envdoctor
 from envdoctor import engine
 from envdoctor.checks import Check
 from envdoctor.diagnosis import LINKS
@@ -24,7 +24,7 @@ GIB = 1 << 30
 def crash_report(tmp_path: Path, *command: str, env=None, cwd=None) -> dict:
     """`envdoctor run -- COMMAND` and the JSON crash report it saved."""
     reports = tmp_path / "reports"
-    run = run_envdoctor("run", "--report-dir", str(reports), "--", *command, env=env, cwd=cwd or tmp_path)
+    run = run_envdoctor("run", "--report-dir", str(reports), "--", *command, env=env, cwd=cwd or tmp_path, child=True)
     saved = sorted(reports.glob("crash-*.json"))
     assert saved, run
     report = json.loads(saved[-1].read_text())
@@ -207,6 +207,7 @@ def test_a_recorded_report_without_a_diagnosis_still_reads_and_gets_one(tmp_path
     rejudged = run_envdoctor("check", "--from", str(path), "--json", "-", "--no-save")
     assert rejudged.returncode in (0, 1), rejudged
     assert rejudged.json()["diagnosis"][0]["id"] == "run.gpu-out-of-memory"
+    assert_checks_ran(rejudged.json(), ran=())
     assert os.path.getsize(path) > 0
 
 

@@ -15,7 +15,7 @@ OLD_DRIVER = DATA / "driver-470-k80.json"
 
 
 def test_seed_plan_as_a_shell_script(envdoctor):
-    run = envdoctor("fix", "--pin-cuda", "11.6", "--from", str(SEED), "--format", "sh")
+    run = envdoctor("fix", "--pin-cuda", "11.6", "--from", str(SEED), "--format", "sh", child=True)  # the command's wiring in a real `python -m envdoctor`
     assert run.returncode == 0, run
     assert run.stdout == (DATA / "seed-pin-11.6.sh").read_text()
 

@@ -44,7 +44,7 @@ def one_line_error(run, message: str) -> None:
 
 def test_the_node_with_the_old_driver_and_mixed_wheels_stands_out(envdoctor, tmp_path):
     folder = fleet_dir(tmp_path, gpu01="h100-cu130", gpu02="h100-cu130", gpu03="v100-old-driver", gpu04="h100-cu130")
-    run = envdoctor("fleet", "--reports", str(folder), "--json", "-")
+    run = envdoctor("fleet", "--reports", str(folder), "--json", "-", child=True)  # the command's wiring in a real `python -m envdoctor`
     assert run.returncode == 1, run
     document = run.json()
     nodes = views(document)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import changed_report, findings_by_id, run_envdoctor, write_host_root
+from conftest import assert_checks_ran, changed_report, findings_by_id, run_envdoctor, write_host_root
 from envdoctor.collect import CollectContext, gpu
 from envdoctor.collect.nvml_query import decode_cuda_version
 
@@ -105,6 +105,7 @@ def test_recorded_h100_with_driver_580_and_cu130_torch_has_no_error(envdoctor):
     assert report["facts"]["gpu"]["driver"] == {"version": "580.159.04", "cuda": "13.0"}
     assert report["facts"]["gpu"]["gpus"][0]["compute_capability"] == "9.0"
     assert not [f for f in report["findings"] if f["severity"] == "error"]
+    assert_checks_ran(report, ran=())
     statuses = {c["id"]: c["status"] for c in report["checks"]}
     for passed in ("cuda.driver-too-old", "cuda.gpu-arch-unsupported", "wheels.mixed-cuda-families", "wheels.torch-pins", "gpu.memory-low"):
         assert statuses[passed] == "passed", passed
@@ -112,6 +113,7 @@ def test_recorded_h100_with_driver_580_and_cu130_torch_has_no_error(envdoctor):
 
 def test_gpu_with_95_percent_of_memory_used_is_a_warning(envdoctor):
     run = envdoctor("check", "--from", str(DATA / "memory95.json"), "--only", "gpu", "--json", "-")
+    assert_checks_ran(run.json(), "gpu")
     found = findings_by_id(run.json())["gpu.memory-low"]
     assert [f["severity"] for f in found] == ["warning"]
     assert "95%" in found[0]["title"] and "A100" in found[0]["title"]
@@ -119,7 +121,7 @@ def test_gpu_with_95_percent_of_memory_used_is_a_warning(envdoctor):
     assert run.returncode == 0
 
 
-def test_a_busy_gpu_points_to_the_freest_other_one(envdoctor, tmp_path):
+def test_a_busy_gpu_points_to_the_freest_other_one(judged, tmp_path):
     def four_gpus(facts):
         busy = facts["gpu"]["gpus"][0]
         used = {0: 0.95, 1: 0.92, 2: 0.40, 3: 0.10}
@@ -128,12 +130,10 @@ def test_a_busy_gpu_points_to_the_freest_other_one(envdoctor, tmp_path):
             for i, u in used.items()
         ]
 
-    run = envdoctor("check", "--from", str(changed_report(DATA / "memory95.json", tmp_path / "r.json", four_gpus)), "--only", "gpu", "--json", "-")
-    found = findings_by_id(run.json())["gpu.memory-low"]
+    found = findings_by_id(judged(changed_report(DATA / "memory95.json", tmp_path / "r.json", four_gpus), only="gpu"))["gpu.memory-low"]
     assert [f["title"].split(" (")[0] for f in found] == ["GPU 0", "GPU 1"]
     assert {f["remedies"][1]["command"] for f in found} == {"CUDA_DEVICE_ORDER=PCI_BUS_ID CUDA_VISIBLE_DEVICES=3 python train.py"}
 
 
-def test_h100_idle_memory_is_not_flagged(envdoctor):
-    run = envdoctor("check", "--from", str(H100), "--only", "gpu", "--json", "-")
-    assert "gpu.memory-low" not in findings_by_id(run.json())
+def test_h100_idle_memory_is_not_flagged(judged):
+    assert "gpu.memory-low" not in findings_by_id(judged(H100, only="gpu"))

@@ -7,9 +7,7 @@ stay those of the current collectors.
 
 from __future__ import annotations
 
-import contextlib
 import copy
-import io
 import json
 import os
 import pty
@@ -25,7 +23,6 @@ from typing import Iterator, List, Tuple
 
 import pytest
 
-from envdoctor.cli import main
 from conftest import run_envdoctor
 from test_inspect_hostile import model_zip
 
@@ -162,7 +159,7 @@ def test_json_output_stays_raw_data(real_report, tmp_path):
 def test_crash_view_and_crash_markdown_escape_the_programs_path(tmp_path):
     script = tmp_path / "train\x1b]0;owned\x07.py"
     script.write_text("import os\nos.abort()\n")
-    run = run_envdoctor("run", "--", sys.executable, str(script), cwd=tmp_path)
+    run = run_envdoctor("run", "--", sys.executable, str(script), cwd=tmp_path, child=True)
     assert run.returncode == 134, run
     view = run.stderr[run.stderr.index("envdoctor: command"):]
     assert RAW_CONTROL.search(view) is None, view
@@ -204,17 +201,6 @@ def replaced(document: dict, path: tuple, value) -> dict:
     return changed
 
 
-def in_process(*args: str) -> Tuple[int, str]:
-    """The CLI's own entry point run here (thousands of cases in seconds): exit code and stderr."""
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-            main(list(args))
-        except SystemExit as ended:
-            return ended.code, err.getvalue()
-    raise AssertionError("main() did not exit")
-
-
 WRONG_VALUES = {"number": 5, "text": "s", "null": None, "list": [], "object": {}}
 COMMANDS: dict = {
     "check-from": lambda changed, plain, folder: ["check", "--from", changed, "-v", "--markdown", str(folder / "out.md")],
@@ -231,7 +217,8 @@ def test_every_field_of_the_wrong_type_is_one_line_or_unrecorded(real_report, tm
     failures = []
     for path in leaf_paths(real_report):
         changed = write(tmp_path / "changed.json", replaced(real_report, path, WRONG_VALUES[wrong]))
-        code, stderr = in_process(*COMMANDS[command](str(changed), str(plain), tmp_path))
+        run = run_envdoctor(*COMMANDS[command](str(changed), str(plain), tmp_path), cwd=tmp_path)
+        code, stderr = run.returncode, run.stderr
         lines = stderr.strip().splitlines()
         if code not in (0, 1, 2) or "Traceback" in stderr or code == 2 and not (len(lines) == 1 and lines[0].startswith("envdoctor: error:")):
             failures.append((path, code, lines[-1:] if lines else []))
@@ -274,7 +261,9 @@ def assert_one_line(run, *expected: str) -> None:
         assert text in lines[0], run
 
 
-# Inputs that are no regular file, or nested past any report: refused at once, never waited on.
+# Inputs that are no regular file, or nested past any report: refused at once, never waited on. They run
+# in a child under a time limit, so a wait fails the test instead of hanging the suite, and the nesting
+# meets a fresh interpreter's stack, not one under pytest's frames.
 
 NOT_FILES: dict = {
     "fifo": lambda path: os.mkfifo(path),
@@ -292,27 +281,27 @@ def read_by(command: str, target: Path, plain: Path, folder: Path) -> List[str]:
 def test_a_fifo_or_folder_is_refused_not_waited_on(real_report, tmp_path, kind, command):
     target = tmp_path / "report.json"
     NOT_FILES[kind](target)
-    run = run_envdoctor(*read_by(command, target, write(tmp_path / "plain.json", real_report), tmp_path), cwd=tmp_path, timeout=30)
+    run = run_envdoctor(*read_by(command, target, write(tmp_path / "plain.json", real_report), tmp_path), cwd=tmp_path, child=True, timeout=30)
     assert_one_line(run, f"{target} is not a regular file")
     assert run.stdout == ""
 
 
 def test_a_device_is_refused_not_read():
-    assert_one_line(run_envdoctor("check", "--from", "/dev/zero", timeout=30), "/dev/zero is not a regular file")
+    assert_one_line(run_envdoctor("check", "--from", "/dev/zero", child=True, timeout=30), "/dev/zero is not a regular file")
 
 
 def test_a_sparse_file_beyond_the_bound_is_refused(tmp_path):
     big = tmp_path / "big.json"
     with open(big, "wb") as stream:
         stream.truncate(65 * 2**20)
-    assert_one_line(run_envdoctor("check", "--from", str(big), timeout=30), "larger than 64 MiB")
+    assert_one_line(run_envdoctor("check", "--from", str(big), child=True, timeout=30), "larger than 64 MiB")
 
 
 @pytest.mark.parametrize("kind", list(NOT_FILES))
 def test_a_fifo_or_folder_in_a_fleet_folder_is_that_nodes_unreadable_report(real_report, tmp_path, kind):
     write(tmp_path / "good.json", real_report)
     NOT_FILES[kind](tmp_path / "odd.json")
-    run = run_envdoctor("fleet", "--reports", str(tmp_path), "--json", "-", timeout=30)
+    run = run_envdoctor("fleet", "--reports", str(tmp_path), "--json", "-", child=True, timeout=30)
     assert run.returncode == 1, run
     nodes = {n["name"]: n for n in run.json()["nodes"]}
     assert "is not a regular file" in nodes["odd"]["error"] and not nodes["good"]["error"]
@@ -340,10 +329,10 @@ def test_deep_nesting_is_one_line(real_report, tmp_path, command, shape):
     target.write_text(DEEP[shape](real_report), encoding="utf-8")
     plain = write(tmp_path / "plain.json", real_report)
     if command == "fleet":
-        run = run_envdoctor("fleet", "--reports", str(folder), "--json", "-", timeout=60)
+        run = run_envdoctor("fleet", "--reports", str(folder), "--json", "-", child=True, timeout=60)
         assert run.returncode == 1 and "nested deeper" in run.json()["nodes"][0]["error"], run
         return
-    assert_one_line(run_envdoctor(*read_by(command, target, plain, tmp_path), timeout=60), "nested deeper")
+    assert_one_line(run_envdoctor(*read_by(command, target, plain, tmp_path), child=True, timeout=60), "nested deeper")
 
 
 # A stdout that is closed, full or broken: the report is saved, the exit code is the command's own.

@@ -140,7 +140,7 @@ def test_a_bad_limit_is_one_usage_line_and_nothing_runs(tmp_path, monkeypatch, c
 
 @pytest.mark.parametrize("command, option, minimum, maximum, rest", [pytest.param(c, o, lo, hi, r, id=f"{c}{o}") for c, o, lo, hi, r in LIMITS])
 def test_nan_is_refused_by_the_installed_command(envdoctor, tmp_path, command, option, minimum, maximum, rest):
-    result = envdoctor(command, option, "nan", *rest)
+    result = envdoctor(command, option, "nan", *rest, child=True)
     assert result.returncode == 2, result
     assert single_error_line(result.stderr) + "\n" == refusal(option, minimum, maximum, "nan")
     assert list(tmp_path.iterdir()) == []
@@ -152,7 +152,7 @@ def test_seconds_accepts_finite_values_within_its_range(text, expected):
 
 
 def test_the_limits_at_both_ends_are_accepted_by_the_real_cli(envdoctor, tmp_path):
-    result = envdoctor("run", "--hang-timeout", "0.1", "--sample-interval", "3600", "--", "sh", "-c", "touch ran")
+    result = envdoctor("run", "--hang-timeout", "0.1", "--sample-interval", "3600", "--", "sh", "-c", "touch ran", child=True)
     assert result.returncode == 0, result
     assert (tmp_path / "ran").exists()
 
@@ -260,7 +260,7 @@ def test_check_with_a_fake_interpreter_leaving_a_setsid_grandchild_finishes_and_
     each leaves a grandchild."""
     python = fake_python(tmp_path, pid_file, f"{CPYTHON_ANSWER}\nexit 1")
     started = time.monotonic()
-    result = run_envdoctor("check", "--python", str(python), "--no-save", "--probe-timeout", "5", cwd=tmp_path, timeout=120)
+    result = run_envdoctor("check", "--python", str(python), "--no-save", "--probe-timeout", "5", cwd=tmp_path, child=True, timeout=120)  # the doctor's own end
     assert time.monotonic() - started < 60, result
     assert result.returncode in (0, 1), result
     fakes = pids_in(fakes_of(pid_file), 2)  # at least the facts script and the probe ladder
@@ -340,7 +340,7 @@ def test_the_command_dies_with_a_sigkilled_doctor(tmp_path, pid_file):
 
 
 def run_leaving(tmp_path: Path, script: str, *options: str):
-    return run_envdoctor("run", *options, "--", "sh", "-c", script, cwd=tmp_path, timeout=60)
+    return run_envdoctor("run", *options, "--", "sh", "-c", script, cwd=tmp_path, timeout=60, child=True)
 
 
 @pytest.mark.parametrize("command", LEFTOVERS)
@@ -353,6 +353,7 @@ def test_processes_left_after_a_clean_exit_are_named_and_stopped(tmp_path, pid_f
     assert not (tmp_path / "reports").exists()
 
 
+@pytest.mark.slow
 def test_a_leftover_ignoring_sigterm_is_killed_and_recorded_in_the_report(tmp_path, pid_file):
     result = run_leaving(tmp_path, leave("setsid sh -c 'trap \"\" TERM; exec sleep 1000'", pid_file) + "; exit 3")
     left = pids_in(pid_file)[0]
@@ -368,7 +369,7 @@ def test_a_leftover_ignoring_sigterm_is_killed_and_recorded_in_the_report(tmp_pa
 
 
 def test_a_clean_command_that_leaves_nothing_says_nothing_more(tmp_path):
-    result = run_envdoctor("run", "--", "sh", "-c", "exit 0", cwd=tmp_path)
+    result = run_envdoctor("run", "--", "sh", "-c", "exit 0", cwd=tmp_path, child=True)
     assert result.returncode == 0, result
     assert result.stderr.count("\n") == 1 and "still ran" not in result.stderr and "forwarded" not in result.stderr
 
@@ -399,7 +400,7 @@ def test_a_probe_run_leaves_no_sb3_log_folder(tmp_path):
 def test_run_keeps_the_commands_exit_status_when_the_report_cannot_be_saved(tmp_path):
     blocked = tmp_path / "reports"
     blocked.write_text("a file where the report folder should be")
-    run = run_envdoctor("run", "--report-dir", str(blocked / "crashes"), "--", sys.executable, "-c", "raise SystemExit(3)", timeout=120)
+    run = run_envdoctor("run", "--report-dir", str(blocked / "crashes"), "--", sys.executable, "-c", "raise SystemExit(3)", timeout=120, child=True)
     assert run.returncode == 3, run
     assert "warning: cannot save the report" in run.stderr and "Traceback" not in run.stderr
     assert blocked.read_text() == "a file where the report folder should be"

@@ -253,7 +253,7 @@ def test_bisection_pins_a_crash_to_the_pythonpath_entry(envdoctor, tmp_path):
     folder = tmp_path / "on-pythonpath"
     folder.mkdir()
     (folder / "numpy.py").write_text("import ctypes\nctypes.string_at(0)\n")
-    run = envdoctor("check", "--only", "probe", "--json", "-", "--no-save", env={"PYTHONPATH": str(folder)})
+    run = envdoctor("check", "--only", "probe", "--json", "-", "--no-save", env={"PYTHONPATH": str(folder)}, child=True)  # the stand-in is on the doctor's PYTHONPATH too
     assert run.returncode == 1, run
     outcomes = {v["name"]: v["outcome"] for v in run.json()["probe"]["bisection"]["variations"]}
     assert outcomes["no-pythonpath"] == "passed" and outcomes["single-thread"] == "same"

@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from conftest import run_envdoctor, write_host_root
+from conftest import assert_checks_ran, run_envdoctor, write_host_root
 from envdoctor.model import CheckRun, CheckStatus, Finding, Report, Severity
 from envdoctor.render import summary_line
 
@@ -130,6 +130,7 @@ def test_summary_line_says_what_was_not_checked_and_why(runs, findings, expected
 def test_an_interpreter_without_any_ml_stack_is_probably_the_wrong_one(venvs):
     python = venvs.get("bare-no-stack")
     run = run_envdoctor("check", "--python", str(python), "--no-probe", "--no-save", "--only", "doctor", "--json", "-")
+    assert_checks_ran(run.json(), "doctor.no-ml-stack")
     found = [f for f in run.json()["findings"] if f["id"] == "doctor.no-ml-stack"]
     assert run.returncode == 0 and len(found) == 1 and found[0]["severity"] == "warning", run  # below --fail-on error
     assert str(python) in found[0]["title"] and "--python" in found[0]["remedies"][0]["command"]
@@ -138,3 +139,4 @@ def test_an_interpreter_without_any_ml_stack_is_probably_the_wrong_one(venvs):
 def test_the_test_environment_with_torch_is_not_called_the_wrong_one():
     run = run_envdoctor("check", "--no-probe", "--no-save", "--only", "doctor", "--json", "-")
     assert "doctor.no-ml-stack" not in [f["id"] for f in run.json()["findings"]]
+    assert_checks_ran(run.json(), "doctor.no-ml-stack")

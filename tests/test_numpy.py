@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from conftest import findings_by_id
+from conftest import assert_checks_ran, findings_by_id
 
 
 def install_metadata(python: Path, name: str, version: str, requires=()) -> None:
@@ -26,6 +26,7 @@ def install_torch(python: Path, version: str, cuda: str) -> None:
 def check(envdoctor, python: Path) -> dict:
     run = envdoctor("check", "--python", str(python), "--no-save", "--no-probe", "--only", "numpy", "--json", "-")
     assert run.returncode in (0, 1), run
+    assert_checks_ran(run.json(), "numpy")
     return findings_by_id(run.json())
 
 

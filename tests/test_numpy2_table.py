@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from packaging.version import Version
 
-from conftest import changed_report, findings_by_id, run_envdoctor
+from conftest import assert_checks_ran, changed_report, findings_by_id, run_envdoctor
 from envdoctor.knowledge import rows
 from envdoctor.knowledge.numpy2 import table
 
@@ -40,6 +40,7 @@ def judged(envdoctor, report: Path):
     run = envdoctor("check", "--from", str(report), "--only", "numpy", "--json", "-")
     assert run.returncode in (0, 1), run
     assert run.stderr == "" and "Traceback" not in run.stdout
+    assert_checks_ran(run.json(), "numpy")
     return findings_by_id(run.json()), run
 
 

@@ -330,6 +330,7 @@ def test_every_global_seen_in_real_models_is_allowed_in_the_role_it_was_seen_in(
     assert set(observed()["builtin_types"]) <= allow.builtin_types
 
 
+@pytest.mark.slow
 def test_a_tensor_in_data_is_judged_through_the_storage_torch_loads():
     import torch
 

@@ -30,6 +30,7 @@ def run_in(python, *args):
     return subprocess.run([str(python), "-m", "envdoctor", *args], capture_output=True, text=True, env={"NO_COLOR": "1", "PATH": "/usr/bin:/bin"})
 
 
+@pytest.mark.slow
 def test_a_plugin_check_runs_and_its_findings_are_reported(plugin_venv):
     run = run_in(plugin_venv, "check", "--no-save", "--only", "lab", "--json", "-")
     assert run.returncode == 0, run.stderr

@@ -16,7 +16,9 @@ import sys
 from pathlib import Path
 
 import psutil
+import pytest
 
+from conftest import assert_checks_ran
 from envdoctor import engine
 from envdoctor.probe import ProbeOptions, run_probe
 from envdoctor.probe.runner import run_ladder
@@ -83,9 +85,10 @@ def planted_frame(frames) -> dict:
     return next(f for f in frames if f["file"].endswith("planted_payload.py"))
 
 
+@pytest.mark.slow
 def test_segfault_on_torch_import_is_pinned_bisected_and_reported(envdoctor, tmp_path):
     environ = plant(tmp_path / "plant", "torch", SEGFAULT)
-    run = envdoctor("check", "--json", "-", "--no-save", env={"PYTHONPATH": environ["PYTHONPATH"]})
+    run = envdoctor("check", "--json", "-", "--no-save", env={"PYTHONPATH": environ["PYTHONPATH"]}, child=True)  # the plant is on the doctor's PYTHONPATH too
     assert run.returncode == 1, run
     probe = run.json()["probe"]
     stages = {s["id"]: s for s in probe["stages"]}
@@ -105,10 +108,11 @@ def test_segfault_on_torch_import_is_pinned_bisected_and_reported(envdoctor, tmp
     assert "probe: import torch … crashed (killed by SIGSEGV)" in run.stderr
 
 
+@pytest.mark.slow
 def test_bisection_names_the_thread_setting_that_makes_the_crash_go_away(envdoctor, tmp_path):
     environ = plant(tmp_path / "plant", "numpy", SEGFAULT_UNLESS_ONE_THREAD)
     report = tmp_path / "report.json"
-    run = envdoctor("check", "--json", str(report), "--markdown", "-", "--no-save", env={"PYTHONPATH": environ["PYTHONPATH"]}, unset=("OMP_NUM_THREADS",))
+    run = envdoctor("check", "--json", str(report), "--markdown", "-", "--no-save", env={"PYTHONPATH": environ["PYTHONPATH"]}, unset=("OMP_NUM_THREADS",), child=True)
     assert run.returncode == 1, run
     data = json.loads(report.read_text())
     outcomes = {v["name"]: v["outcome"] for v in data["probe"]["bisection"]["variations"]}
@@ -121,6 +125,7 @@ def test_bisection_names_the_thread_setting_that_makes_the_crash_go_away(envdoct
     assert "| `export OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1` | passed |" in run.stdout
     assert "| import numpy | crashed |" in run.stdout
     rejudged = envdoctor("check", "--from", str(report), "--json", "-", "--no-save")
+    assert_checks_ran(rejudged.json(), "probe.bisected,probe.crash")
     assert sorted(f["id"] for f in rejudged.json()["findings"] if f["id"].startswith("probe.")) == ["probe.bisected", "probe.crash"]
 
 
@@ -141,6 +146,7 @@ def test_abort_is_a_sigabrt_crash_with_its_meaning(tmp_path):
     assert "gave up on purpose" in crash.explanation
 
 
+@pytest.mark.slow
 def test_deadlock_is_a_hang_with_the_waiting_frame(tmp_path):
     probe = run_probe(sys.executable, plant(tmp_path, "numpy", DEADLOCK), ProbeOptions(timeout_s=3, bisect=False))
     assert probe["ending"] == "timeout"
@@ -181,6 +187,7 @@ def test_ctrl_c_during_a_hung_stage_ends_the_ladder_and_skips_bisection(tmp_path
     assert not ladder[0].is_running()
 
 
+@pytest.mark.slow
 def test_exception_is_classified_with_type_message_and_innermost_frame(tmp_path):
     probe = ladder_until(plant(tmp_path, "numpy", RAISES), "import_torch").to_json()
     stage = probe["stages"][1]

@@ -62,7 +62,7 @@ def test_a_token_in_ld_library_path_never_reaches_the_json_report():
 
 def test_a_password_printed_by_the_command_never_reaches_the_crash_report(tmp_path):
     program = "print('connecting with password=hunter2xyz', flush=True); raise SystemExit(3)"
-    run = run_envdoctor("run", "--report-dir", str(tmp_path), "--", sys.executable, "-c", program, timeout=180)
+    run = run_envdoctor("run", "--report-dir", str(tmp_path), "--", sys.executable, "-c", program, timeout=180, child=True)
     assert run.returncode == 3, run
     saved = [p for p in tmp_path.iterdir() if p.suffix in (".json", ".md")]
     assert saved and all("hunter2xyz" not in p.read_text() for p in saved)

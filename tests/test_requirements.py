@@ -14,7 +14,7 @@ from typing import Iterable, Optional
 
 import pytest
 
-from conftest import REPO, changed_report, findings_by_id, pip
+from conftest import REPO, assert_checks_ran, changed_report, findings_by_id, pip
 from envdoctor.checks.requirements import unsatisfied
 from envdoctor.fix.installer import Installer
 from envdoctor.fix.mixed_wheels import plan_mixed_wheels
@@ -233,6 +233,7 @@ def test_damaged_requirements_in_a_recorded_report_are_judged_without_crashing(e
     report = changed_report(REPO / "tests" / "data" / "gpu" / "driver470-cu121.json", tmp_path / "r.json", damage)
     run = envdoctor("check", "--from", str(report), "--only", "requirements", "--json", "-")
     assert run.returncode == 1 and "Traceback" not in run.stderr, run
+    assert_checks_ran(run.json(), "requirements")
     found = findings_by_id(run.json())
     assert list(found) == ["requirements.unsatisfied"]
     assert [f["evidence"]["requirer"] for f in found["requirements.unsatisfied"]] == ["oldext 0.9"]

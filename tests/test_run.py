@@ -42,7 +42,7 @@ def crashed_thread(report: dict) -> dict:
 
 
 def test_segfault_in_main_thread_is_mirrored_and_reported(envdoctor, tmp_path):
-    result = envdoctor("run", "--", PY, program("segv_main.py"))
+    result = envdoctor("run", "--", PY, program("segv_main.py"), child=True)
     assert result.returncode == 128 + signal.SIGSEGV, result
     assert "loading model" in result.stdout  # the child's own output passed through
     report = saved(tmp_path)
@@ -56,7 +56,7 @@ def test_segfault_in_main_thread_is_mirrored_and_reported(envdoctor, tmp_path):
 
 
 def test_segfault_in_a_worker_thread_names_the_worker(envdoctor, tmp_path):
-    result = envdoctor("run", "--", PY, program("segv_worker.py"))
+    result = envdoctor("run", "--", PY, program("segv_worker.py"), child=True)
     assert result.returncode == 139, result
     report = saved(tmp_path)
     thread = crashed_thread(report)
@@ -68,15 +68,16 @@ def test_segfault_in_a_worker_thread_names_the_worker(envdoctor, tmp_path):
 
 
 def test_abort_is_mirrored_as_134(envdoctor, tmp_path):
-    result = envdoctor("run", "--", PY, program("abort.py"))
+    result = envdoctor("run", "--", PY, program("abort.py"), child=True)
     assert result.returncode == 128 + signal.SIGABRT, result
     report = saved(tmp_path)
     assert report["run"]["ending"]["signal_name"] == "SIGABRT"
     assert report["run"]["python_stacks"]["fatal_error"] == "Aborted"
 
 
+@pytest.mark.slow
 def test_hang_timeout_dumps_every_thread_and_ends_it(envdoctor, tmp_path):
-    result = envdoctor("run", "--hang-timeout", "1", "--", PY, program("hang.py"))
+    result = envdoctor("run", "--hang-timeout", "1", "--", PY, program("hang.py"), child=True)
     assert result.returncode == 124, result
     report = saved(tmp_path)
     assert report["run"]["ending"]["kind"] == "hang"
@@ -85,10 +86,11 @@ def test_hang_timeout_dumps_every_thread_and_ends_it(envdoctor, tmp_path):
     assert "hold_the_lock" in finding(report, "run.hang")["explanation"]
 
 
+@pytest.mark.slow
 def test_memory_growth_stopped_by_an_address_space_limit(envdoctor, tmp_path):
     limit = 400 << 20
     limited = f"import os, resource, sys; resource.setrlimit(resource.RLIMIT_AS, ({limit}, {limit})); os.execv(sys.executable, [sys.executable, {program('grow.py')!r}])"
-    result = envdoctor("run", "--sample-interval", "0.1", "--", PY, "-c", limited)
+    result = envdoctor("run", "--sample-interval", "0.1", "--", PY, "-c", limited, child=True)
     assert result.returncode == 1, result
     report = saved(tmp_path)
     assert report["run"]["memory"]["address_space_limit_bytes"] == limit
@@ -115,7 +117,7 @@ def test_oom_kill_by_a_cgroup_limit(envdoctor, tmp_path):
         limit_file = "memory.limit_in_bytes" if (group / "memory.limit_in_bytes").exists() else "memory.max"
         (group / limit_file).write_text(str(200 << 20))
         enter = f"echo $$ > {group}/cgroup.procs && exec {PY} {program('grow.py')}"
-        result = envdoctor("run", "--sample-interval", "0.1", "--", "sh", "-c", enter)
+        result = envdoctor("run", "--sample-interval", "0.1", "--", "sh", "-c", enter, child=True)
         assert result.returncode == 128 + signal.SIGKILL, result
         report = saved(tmp_path)
         assert report["run"]["ending"]["signal_name"] == "SIGKILL"
@@ -125,7 +127,7 @@ def test_oom_kill_by_a_cgroup_limit(envdoctor, tmp_path):
 
 
 def test_exit_status_3_passes_both_streams_through(envdoctor, tmp_path):
-    result = envdoctor("run", "--", PY, program("exit3.py"))
+    result = envdoctor("run", "--", PY, program("exit3.py"), child=True)
     assert result.returncode == 3, result
     assert result.stdout == "training for 0 steps\n"
     assert result.stderr.startswith("error: --steps must be positive\n")
@@ -134,7 +136,7 @@ def test_exit_status_3_passes_both_streams_through(envdoctor, tmp_path):
 
 
 def test_stdin_passes_through_and_a_clean_exit_writes_no_report(envdoctor, tmp_path):
-    result = envdoctor("run", "--", PY, program("echo_stdin.py"), input="hello from stdin\n")
+    result = envdoctor("run", "--", PY, program("echo_stdin.py"), input="hello from stdin\n", child=True)
     assert result.returncode == 0, result
     assert result.stdout == "got 17 bytes: hello from stdin\n"
     assert "peak RSS" in result.stderr and len(result.stderr.splitlines()) == 1
@@ -142,7 +144,7 @@ def test_stdin_passes_through_and_a_clean_exit_writes_no_report(envdoctor, tmp_p
 
 
 def test_always_report_writes_a_report_for_a_clean_exit(envdoctor, tmp_path):
-    result = envdoctor("run", "--always-report", "--", PY, "-c", "print('done')")
+    result = envdoctor("run", "--always-report", "--", PY, "-c", "print('done')", child=True)
     assert result.returncode == 0, result
     report = saved(tmp_path)
     assert report["run"]["ending"]["kind"] == "clean"
@@ -161,13 +163,13 @@ def test_ctrl_c_is_forwarded_and_mirrored_without_a_report(tmp_path):
 
 
 def test_a_missing_command_exits_127_like_a_shell(envdoctor):
-    result = envdoctor("run", "--", "no-such-command-envdoctor")
+    result = envdoctor("run", "--", "no-such-command-envdoctor", child=True)
     assert result.returncode == 127, result
     assert result.stderr.startswith("envdoctor: cannot run no-such-command-envdoctor")
 
 
 def test_a_non_positive_hang_timeout_is_a_usage_error(envdoctor):
-    result = envdoctor("run", "--hang-timeout", "0", "--", PY, "-c", "pass")
+    result = envdoctor("run", "--hang-timeout", "0", "--", PY, "-c", "pass", child=True)
     assert result.returncode == 2, result
     assert result.stderr == "envdoctor: error: --hang-timeout must be a number of seconds from 0.1 to 604800, not '0'\n", result
 
@@ -176,7 +178,7 @@ def test_a_non_positive_hang_timeout_is_a_usage_error(envdoctor):
 def test_gdb_shows_the_native_frame_that_faulted(envdoctor, tmp_path):
     if not __import__("shutil").which("gdb"):
         pytest.skip("gdb is not installed on this machine")
-    result = envdoctor("run", "--gdb", "--", PY, program("segv_worker.py"))
+    result = envdoctor("run", "--gdb", "--", PY, program("segv_worker.py"), child=True)
     assert result.returncode == 139, result
     report = saved(tmp_path)
     native = report["run"]["native_stacks"]
@@ -189,6 +191,6 @@ def test_gdb_shows_the_native_frame_that_faulted(envdoctor, tmp_path):
 
 
 def test_gdb_missing_is_a_clear_usage_error(envdoctor, tmp_path):
-    result = envdoctor("run", "--gdb", "--", PY, "-c", "pass", env={"PATH": str(tmp_path)})
+    result = envdoctor("run", "--gdb", "--", PY, "-c", "pass", env={"PATH": str(tmp_path)}, child=True)
     assert result.returncode == 2, result
     assert "--gdb needs gdb, which is not installed" in result.stderr

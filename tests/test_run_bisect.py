@@ -15,7 +15,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from conftest import findings_by_id, run_envdoctor
+from conftest import assert_checks_ran, findings_by_id, run_envdoctor
 from envdoctor.probe.bisection import VARIATIONS
 from envdoctor.schema import report_schema
 
@@ -41,7 +41,7 @@ def crash_under_bisect(folder: Path, program: str, *options: str):
     folder.mkdir(parents=True, exist_ok=True)
     script = folder / "prog.py"
     script.write_text(PROLOGUE + PROGRAMS[program])
-    run = run_envdoctor("run", "--bisect", *options, "--report-dir", str(folder / "reports"), "--", sys.executable, str(script), cwd=folder, unset=THREAD_VARIABLES + ("PYTHONNOUSERSITE",), timeout=120)
+    run = run_envdoctor("run", "--bisect", *options, "--report-dir", str(folder / "reports"), "--", sys.executable, str(script), cwd=folder, unset=THREAD_VARIABLES + ("PYTHONNOUSERSITE",), timeout=120, child=True)
     reports = sorted((folder / "reports").glob("crash-*.json"))
     report = json.loads(reports[-1].read_text()) if reports else None
     logged = (folder / "runs.log").read_text().splitlines()
@@ -96,6 +96,7 @@ def assert_single_thread_named(run, report, logged, outcome: str) -> None:
     assert_nothing_left(logged)
 
 
+@pytest.mark.slow
 def test_a_crash_only_with_several_threads_is_bisected_to_single_thread(single_thread_crash):
     assert_single_thread_named(*single_thread_crash, outcome="passes")
     cause = single_thread_crash[1]["diagnosis"][0]
@@ -131,7 +132,7 @@ def test_a_failure_no_setting_undoes_is_info_and_each_variation_ran_once(tmp_pat
 def test_a_clean_exit_is_never_bisected(tmp_path):
     script = tmp_path / "prog.py"
     script.write_text(PROLOGUE)
-    run = run_envdoctor("run", "--bisect", "--always-report", "--report-dir", str(tmp_path / "reports"), "--", sys.executable, str(script), cwd=tmp_path, timeout=60)
+    run = run_envdoctor("run", "--bisect", "--always-report", "--report-dir", str(tmp_path / "reports"), "--", sys.executable, str(script), cwd=tmp_path, timeout=60, child=True)
     assert run.returncode == 0, run
     report = json.loads(next((tmp_path / "reports").glob("crash-*.json")).read_text())
     assert "bisection" not in report["run"] and "run.bisected" not in findings_by_id(report)
@@ -159,3 +160,4 @@ def test_a_hostile_recorded_bisection_is_judged_without_crashing(single_thread_c
     assert run.returncode in (0, 1) and "Traceback" not in run.stderr, run
     judged = run.json()
     assert not [c for c in judged["checks"] if c["id"] == "run.bisected" and c["status"] == "crashed"]
+    assert_checks_ran(judged, ran=())

@@ -68,7 +68,7 @@ def hang(folder: Path, source: str, **modules: str):
     run and its saved report."""
     for name, text in {"prog": source, **modules}.items():
         (folder / f"{name}.py").write_text(text)
-    run = run_envdoctor("run", "--hang-timeout", "2", "--report-dir", str(folder / "reports"), "--", sys.executable, str(folder / "prog.py"), cwd=folder, timeout=60)
+    run = run_envdoctor("run", "--hang-timeout", "2", "--report-dir", str(folder / "reports"), "--", sys.executable, str(folder / "prog.py"), cwd=folder, timeout=60, child=True)
     assert run.returncode == 124, run
     return run, json.loads(next((folder / "reports").glob("crash-*.json")).read_text())
 
@@ -78,6 +78,7 @@ def deadlocked(tmp_path_factory):
     return hang(tmp_path_factory.mktemp("deadlock"), LOCKS_IN_OPPOSITE_ORDER)
 
 
+@pytest.mark.slow
 def test_two_threads_taking_two_locks_in_opposite_order_are_a_deadlock(deadlocked):
     run, report = deadlocked
     found = findings_by_id(report)
@@ -95,6 +96,7 @@ def test_two_threads_taking_two_locks_in_opposite_order_are_a_deadlock(deadlocke
     assert (report["diagnosis"][0]["id"], report["diagnosis"][0]["confidence"]) == ("run.deadlock", "likely")
 
 
+@pytest.mark.slow
 def test_every_frame_records_whether_its_file_is_here_and_its_line(deadlocked):
     _, report = deadlocked
     frames = [f for t in report["run"]["python_stacks"]["threads"] for f in t["frames"]]
@@ -105,6 +107,7 @@ def test_every_frame_records_whether_its_file_is_here_and_its_line(deadlocked):
     assert library and all(f["exists"] is True and f["source"] for f in library)
 
 
+@pytest.mark.slow
 def test_a_thread_waiting_on_the_import_of_the_module_that_started_it_is_an_import_lock_deadlock(tmp_path):
     _, report = hang(tmp_path, "import plugin\n", plugin=PLUGIN_THAT_WAITS_ON_ITS_OWN_IMPORT)
     [deadlock] = findings_by_id(report)["run.deadlock"]
@@ -116,6 +119,7 @@ def test_a_thread_waiting_on_the_import_of_the_module_that_started_it_is_an_impo
     assert frozen and all(f["exists"] is None and f["source"] is None for f in frozen)
 
 
+@pytest.mark.slow
 def test_a_wait_for_work_that_never_comes_is_a_hang_not_a_deadlock(tmp_path):
     _, report = hang(tmp_path, WAITS_FOR_A_QUEUE_NOBODY_FILLS)
     found = findings_by_id(report)
@@ -123,6 +127,7 @@ def test_a_wait_for_work_that_never_comes_is_a_hang_not_a_deadlock(tmp_path):
     assert found["run.hang"][0]["evidence"]["still_working"] is False
 
 
+@pytest.mark.slow
 def test_a_silent_command_still_using_a_cpu_is_busy_not_hung(tmp_path):
     _, report = hang(tmp_path, BUSY_LOOP)
     found = findings_by_id(report)
@@ -136,7 +141,7 @@ def test_a_frame_whose_file_is_not_on_this_machine_is_marked_foreign(tmp_path):
     """A function compiled elsewhere (as cloudpickle carries it) under a path this machine lacks."""
     script = tmp_path / "prog.py"
     script.write_text('import ctypes\nexec(compile("import ctypes\\nctypes.string_at(0)", "/home/someone-else/train_schedule.py", "exec"))\n')
-    run = run_envdoctor("run", "--report-dir", str(tmp_path / "reports"), "--", sys.executable, str(script), cwd=tmp_path, timeout=60)
+    run = run_envdoctor("run", "--report-dir", str(tmp_path / "reports"), "--", sys.executable, str(script), cwd=tmp_path, timeout=60, child=True)
     assert run.returncode == 139, run
     report = json.loads(next((tmp_path / "reports").glob("crash-*.json")).read_text())
     frames = {f["file"]: f for t in report["run"]["python_stacks"]["threads"] for f in t["frames"]}

@@ -56,7 +56,7 @@ def run_program(folder: Path, source: str, address_space_kib: Optional[int] = No
     command = [sys.executable, str(script)]
     if address_space_kib:
         command = ["bash", "-c", f"ulimit -v {address_space_kib}; exec {shlex.join(command)}"]
-    run = run_envdoctor("run", "--sample-interval", "0.1", "--report-dir", str(folder / "reports"), "--", *command, cwd=folder, timeout=120)
+    run = run_envdoctor("run", "--sample-interval", "0.1", "--report-dir", str(folder / "reports"), "--", *command, cwd=folder, timeout=120, child=True)
     report = json.loads(next((folder / "reports").glob("crash-*.json")).read_text())
     return run, report
 

@@ -1,6 +1,6 @@
-"""Thread checks, with the variables set in the real child process that runs envdoctor."""
+"""Thread checks, with the variables set in the environment envdoctor runs in."""
 
-from conftest import findings_by_id, write_host_root
+from conftest import assert_checks_ran, findings_by_id, write_host_root
 
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "NUMEXPR_NUM_THREADS", "KMP_DUPLICATE_LIB_OK")
 
@@ -13,6 +13,7 @@ def many_core_root(tmp_path, processors=128):
 def threads_report(envdoctor, env, **kwargs):
     run = envdoctor("check", "--no-save", "--no-probe", "--only", "threads", "--json", "-", env=env, unset=THREAD_VARIABLES, **kwargs)
     assert run.returncode == 0, run
+    assert_checks_ran(run.json(), "threads", skipped="threads.multiple-openmp")  # --no-probe: nothing loaded measured
     return findings_by_id(run.json())
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import changed_report, findings_by_id, run_envdoctor
+from conftest import assert_checks_ran, changed_report, findings_by_id, run_envdoctor
 from envdoctor.probe import ladder, run_probe
 from envdoctor.probe.runner import DEFAULT_TIMEOUT_S, ProbeOptions, ladder_argv, run_ladder
 
@@ -56,10 +56,11 @@ def with_probe(source: Path, destination: Path, probe: dict, change=lambda facts
     return destination
 
 
-def judged(report: Path, only: str) -> dict:
+def judged(report: Path, only: str, skipped: str = "") -> dict:
     run = run_envdoctor("check", "--from", str(report), "--only", only, "--json", "-")
     assert run.returncode in (0, 1), run
     assert "Traceback" not in run.stderr
+    assert_checks_ran(run.json(), only, skipped=skipped)
     return findings_by_id(run.json())
 
 
@@ -71,6 +72,7 @@ def add_mixed_wheels(facts: dict) -> None:
 # Severity follows the evidence: mixed CUDA wheel families
 
 
+@pytest.mark.slow
 def test_mixed_families_beside_a_cpu_torch_whose_probe_passed_are_a_warning(tmp_path, no_probe_report, clamped_probe):
     report = with_probe(no_probe_report, tmp_path / "r.json", clamped_probe, add_mixed_wheels)
     (finding,) = judged(report, "wheels")["wheels.mixed-cuda-families"]
@@ -84,6 +86,7 @@ def test_mixed_families_beside_a_cpu_torch_without_a_probe_stay_an_error(tmp_pat
     assert finding["severity"] == "error"
 
 
+@pytest.mark.slow
 def test_mixed_families_beside_a_cuda_torch_stay_an_error_even_when_the_probe_passed(tmp_path, clamped_probe):
     (finding,) = judged(with_probe(H100, tmp_path / "r.json", clamped_probe, add_mixed_wheels), "wheels")["wheels.mixed-cuda-families"]
     assert finding["severity"] == "error"
@@ -92,6 +95,7 @@ def test_mixed_families_beside_a_cuda_torch_stay_an_error_even_when_the_probe_pa
 # Severity follows the evidence: oversubscribed thread pools
 
 
+@pytest.mark.slow
 def test_oversubscription_the_probe_saw_clamped_says_what_was_measured(tmp_path, no_probe_report, clamped_probe):
     report = with_probe(no_probe_report, tmp_path / "r.json", clamped_probe)
     (finding,) = judged(report, "threads")["threads.oversubscribed"]
@@ -105,7 +109,7 @@ def test_oversubscription_the_probe_saw_clamped_says_what_was_measured(tmp_path,
 
 
 def test_oversubscription_without_a_probe_names_the_value_and_says_it_was_not_measured(no_probe_report):
-    (finding,) = judged(no_probe_report, "threads")["threads.oversubscribed"]
+    (finding,) = judged(no_probe_report, "threads", skipped="threads.multiple-openmp")["threads.oversubscribed"]  # it reads the probe
     assert "OMP_NUM_THREADS=64" in finding["title"]
     assert "not measured" in finding["explanation"]
     assert finding["severity"] == "warning"
@@ -138,6 +142,7 @@ def out_of_time(request, tmp_path_factory) -> tuple:
     return behaviour, probe, time.monotonic() - started
 
 
+@pytest.mark.slow
 def test_a_stage_past_its_limit_is_slow_when_it_kept_using_cpu_and_hung_only_when_not(out_of_time):
     behaviour, result, took = out_of_time
     (stage,) = [s for s in result["stages"] if s["id"] == "import_numpy"]
@@ -153,6 +158,7 @@ def test_a_stage_past_its_limit_is_slow_when_it_kept_using_cpu_and_hung_only_whe
     assert took < 4 + 10, took
 
 
+@pytest.mark.slow
 def test_the_time_limit_finding_gives_a_remedy_that_raises_the_limit_for_the_diagnosed_interpreter(tmp_path, no_probe_report, out_of_time):
     behaviour, probe, _ = out_of_time
     probe = {**probe, "python": "/opt/my envs/train/bin/python"}

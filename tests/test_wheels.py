@@ -14,10 +14,8 @@ TORCH_212 = DATA / "driver470-cu121.json"
 H100 = DATA / "h100-driver580-cu130.json"
 
 
-def judged(envdoctor, report: Path) -> dict:
-    run = envdoctor("check", "--from", str(report), "--only", "wheels", "--json", "-")
-    assert run.returncode in (0, 1), run
-    return findings_by_id(run.json())
+def findings(judged, report: Path, skipped=()) -> dict:
+    return findings_by_id(judged(report, only="wheels", skipped=skipped))
 
 
 def set_version(facts: dict, name: str, version) -> None:
@@ -53,29 +51,29 @@ def test_real_venv_with_cu11_and_cu12_runtimes(envdoctor, venvs):
     assert "wheels.mixed-cuda-families" not in findings_by_id(run.json())
 
 
-def test_stray_family_beside_torch_names_what_torch_needs(envdoctor, tmp_path):
+def test_stray_family_beside_torch_names_what_torch_needs(judged, tmp_path):
     report = changed_report(TORCH_212, tmp_path / "r.json", lambda f: add(f, "nvidia-cudnn-cu11", "8.5.0.96"))
-    [finding] = judged(envdoctor, report)["wheels.mixed-cuda-families"]
+    [finding] = findings(judged, report)["wheels.mixed-cuda-families"]
     assert finding["evidence"]["torch_needs"] == "cu12"
     assert finding["evidence"]["families"]["cu11"] == ["nvidia-cudnn-cu11==8.5.0.96"]
     assert finding["remedies"][0]["command"] == "/home/user/venv/bin/python -m pip uninstall -y nvidia-cudnn-cu11"
     assert finding["remedies"][-1]["command"] == "envdoctor fix --mixed-wheels --python /home/user/venv/bin/python"
 
 
-def test_cu13_unsuffixed_wheels_and_nvidia_ml_py_are_one_family(envdoctor):
-    assert "wheels.mixed-cuda-families" not in judged(envdoctor, H100)
+def test_cu13_unsuffixed_wheels_and_nvidia_ml_py_are_one_family(judged):
+    assert "wheels.mixed-cuda-families" not in findings(judged, H100)
 
 
-def test_torch_pins_matching_pass(envdoctor):
-    assert "wheels.torch-pins" not in judged(envdoctor, TORCH_212)
+def test_torch_pins_matching_pass(judged):
+    assert "wheels.torch-pins" not in findings(judged, TORCH_212)
 
 
-def test_missing_and_older_pins_are_an_error_with_the_exact_install(envdoctor, tmp_path):
+def test_missing_and_older_pins_are_an_error_with_the_exact_install(judged, tmp_path):
     def drift(facts):
         set_version(facts, "nvidia-cudnn-cu12", "8.6.0.163")
         set_version(facts, "nvidia-nccl-cu12", None)
 
-    [finding] = judged(envdoctor, changed_report(TORCH_212, tmp_path / "r.json", drift))["wheels.torch-pins"]
+    [finding] = findings(judged, changed_report(TORCH_212, tmp_path / "r.json", drift))["wheels.torch-pins"]
     assert finding["severity"] == "error"
     assert sorted(finding["evidence"]["mismatches"]) == ["nvidia-cudnn-cu12==8.9.2.26: 8.6.0.163", "nvidia-nccl-cu12==2.18.1: missing"]
     assert finding["remedies"][0]["command"] == (
@@ -83,23 +81,23 @@ def test_missing_and_older_pins_are_an_error_with_the_exact_install(envdoctor, t
     )
 
 
-def test_newer_pin_is_a_warning(envdoctor, tmp_path):
+def test_newer_pin_is_a_warning(judged, tmp_path):
     report = changed_report(TORCH_212, tmp_path / "r.json", lambda f: set_version(f, "nvidia-cublas-cu12", "12.4.5.8"))
-    [finding] = judged(envdoctor, report)["wheels.torch-pins"]
+    [finding] = findings(judged, report)["wheels.torch-pins"]
     assert finding["severity"] == "warning"
 
 
-def test_cuda_toolkit_extras_are_checked_through_its_metadata(envdoctor, tmp_path):
+def test_cuda_toolkit_extras_are_checked_through_its_metadata(judged, tmp_path):
     """torch 2.11 pins cuda-toolkit[cublas,...]; the real cuda-toolkit 13.0.2 metadata then pins nvidia-cublas."""
     report = changed_report(H100, tmp_path / "r.json", lambda f: set_version(f, "nvidia-cublas", "13.0.0.19"))
-    [finding] = judged(envdoctor, report)["wheels.torch-pins"]
+    [finding] = findings(judged, report)["wheels.torch-pins"]
     assert finding["severity"] == "error"
     assert finding["evidence"]["mismatches"] == ["nvidia-cublas==13.1.0.3.*: 13.0.0.19"]
 
 
-def test_pins_for_another_platform_do_not_apply(envdoctor, tmp_path):
+def test_pins_for_another_platform_do_not_apply(judged, tmp_path):
     def windows(facts):
         facts["target"]["python"]["platform"] = "win32"
         set_version(facts, "nvidia-nccl-cu12", None)
 
-    assert "wheels.torch-pins" not in judged(envdoctor, changed_report(TORCH_212, tmp_path / "r.json", windows))
+    assert "wheels.torch-pins" not in findings(judged, changed_report(TORCH_212, tmp_path / "r.json", windows))

@@ -2,7 +2,7 @@
 
 import pytest
 
-from conftest import findings_by_id, write_host_root
+from conftest import assert_checks_ran, findings_by_id, write_host_root
 
 WSL1 = {
     "/proc/sys/kernel/osrelease": "4.4.0-19041-Microsoft\n",
@@ -37,6 +37,7 @@ def check_under(envdoctor, tmp_path, files, **env):
     root = write_host_root(tmp_path / "root", files)
     run = envdoctor("check", "--no-save", "--only", "wsl", "--json", "-", env={"ENVDOCTOR_ROOT": str(root), **env}, unset=WSL_VARIABLES)
     assert run.returncode in (0, 1), run
+    assert_checks_ran(run.json(), "wsl")
     return run, findings_by_id(run.json())
 
 
