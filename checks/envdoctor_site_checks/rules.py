@@ -10,11 +10,12 @@ import os
 import shlex
 from typing import Any, Iterator, Mapping, Optional, Sequence
 
-from envdoctor.checks.facts import gib, parse_version, variables
+from envdoctor.checks.facts import parse_version, variables
 from envdoctor.checks.wheels import torch_build
 from envdoctor.collect.disk import PATHS_VARIABLE
 from envdoctor.model import Finding, Remedy, Severity
 from envdoctor.policy.rules import torch_install
+from envdoctor.words import gib
 
 Facts = Mapping[str, Any]
 GIB = 2**30
