@@ -6,9 +6,8 @@ import json
 import os
 import subprocess
 import sys
-import venv
 from pathlib import Path
-from typing import Callable, Dict, Iterable, Optional
+from typing import Callable, Dict, Iterable, List, Optional, Tuple
 
 import pytest
 
@@ -59,12 +58,44 @@ def envdoctor(tmp_path):
     return run
 
 
+UV = Path(sys.executable).with_name("uv")
+# pip's options naming where wheels come from, and uv's flag for each (torch is held by CONSTRAINTS).
+WHEEL_SOURCES = {"find-links": "--find-links", "index-url": "--index-url", "extra-index-url": "--extra-index-url"}
+
+
+def pip_wheel_sources() -> List[str]:
+    """uv flags for the wheel sources pip is configured with here (files and PIP_* variables, the variables
+    winning), so uv resolves what pip would, e.g. torch's local CPU wheel rather than a CUDA build."""
+    listed = subprocess.run([sys.executable, "-m", "pip", "config", "list"], capture_output=True, text=True).stdout
+    chosen: Dict[str, Tuple[bool, List[str]]] = {}
+    for line in listed.splitlines():
+        key, _, value = line.partition("=")
+        section, _, option = key.rpartition(".")
+        from_variable = section == ":env:"
+        if option in WHEEL_SOURCES and (from_variable or not chosen.get(option, (False,))[0]):
+            chosen[option] = (from_variable, value.strip("'\"").split())
+    # pip takes the best version from any of its sources; uv's default would stop at the first index with the name.
+    flags = ["--index-strategy", "unsafe-best-match"]
+    for option, (_, values) in chosen.items():
+        for value in values:
+            flags += [WHEEL_SOURCES[option], value]
+    return flags
+
+
+def uv(*args: str) -> None:
+    """uv with its wheel cache under the repository's .cache/ unless UV_CACHE_DIR says otherwise: kept between sessions."""
+    environ = {"UV_CACHE_DIR": str(REPO / ".cache" / "uv"), **os.environ}
+    done = subprocess.run([str(UV), *args], capture_output=True, text=True, env=environ)
+    assert done.returncode == 0, f"uv {' '.join(args)}:\n{done.stderr[-3000:]}"
+
+
 class VenvFactory:
-    """Real virtual environments with real wheels, built once per test session and shared."""
+    """Real virtual environments with real wheels, made by uv from one wheel cache, built once per test session and shared."""
 
     def __init__(self, base: Path):
         self.base = base
         self.built: Dict[str, Path] = {}
+        self.sources = pip_wheel_sources()
 
     def python(self, name: str) -> Path:
         return self.base / name / "bin" / "python"
@@ -73,21 +104,18 @@ class VenvFactory:
         """The interpreter of venv `name`, created on first use with `packages` installed (torch pinned)."""
         if name in self.built:
             return self.built[name]
-        target = self.base / name
-        if interpreter == sys.executable:
-            venv.EnvBuilder(with_pip=with_pip).create(target)
-        else:
-            subprocess.run([interpreter, "-m", "venv", *(() if with_pip else ("--without-pip",)), str(target)], check=True)
+        seed = ("--seed", *self.sources) if with_pip else ()
+        uv("venv", "--quiet", *seed, "--python", interpreter, str(self.base / name))
         if packages:
             self.install(name, *packages)
         self.built[name] = self.python(name)
         return self.built[name]
 
     def install(self, name: str, *packages: str) -> None:
-        pip(["install", "-q", "-c", str(CONSTRAINTS), *packages], self.python(name))
+        uv("pip", "install", "--quiet", "--python", str(self.python(name)), *self.sources, "--constraint", str(CONSTRAINTS), *packages)
 
     def uninstall(self, name: str, *packages: str) -> None:
-        pip(["uninstall", "-q", "-y", *packages], self.python(name))
+        uv("pip", "uninstall", "--quiet", "--python", str(self.python(name)), *packages)
 
 
 def pip(args, python: Path) -> None:
