@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -168,22 +170,42 @@ def pyenv_python(minor: str) -> str:
     return str(found[-1])
 
 
-@pytest.fixture(scope="session")
-def models(tmp_path_factory, venvs) -> dict:
-    """name → path of every test model: real ones, foreign-Python splices, dangerous and corrupt ones."""
+def built_once(tmp_path_factory, name: str, build: Callable[[Path], None]) -> Path:
+    """The folder `name`, filled by `build` once per test run: pytest-xdist's workers share it (the first to
+    need it builds it under a lock in their common temporary folder); a run without workers builds it in its own."""
+    root = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        root = root.parent
+    folder, done = root / name, root / f"{name}.done"
+    with open(root / f"{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not done.exists():
+            shutil.rmtree(folder, ignore_errors=True)
+            folder.mkdir()
+            build(folder)
+            done.touch()
+    return folder
+
+
+def make_models(folder: Path, venvs: VenvFactory) -> None:
+    """Every test model as NAME.zip in `folder`: real ones, foreign-Python splices, dangerous and corrupt ones."""
     sys.path.insert(0, str(SB3_DATA))
     from splice import dangerous_payload, splice
 
-    folder = tmp_path_factory.mktemp("sb3-models")
     subprocess.run([sys.executable, str(SB3_DATA / "make_models.py"), str(folder)], check=True, capture_output=True, timeout=600)
-    paths = {p.stem: p for p in folder.glob("*.zip")}
     for minor in FOREIGN:
         python = venvs.get(f"cloudpickle-{minor}", ["cloudpickle"], interpreter=pyenv_python(minor))
         made = json.loads(subprocess.run([str(python), str(SB3_DATA / "make_foreign.py")], check=True, capture_output=True, text=True).stdout)
         payloads = {key: made[key] for key in ("learning_rate", "lr_schedule", "clip_range")}
         name = f"foreign_py{minor.replace('.', '')}"
-        paths[name] = splice(paths["mppo_closure"], folder / f"{name}.zip", payloads, python=made["python"])
+        splice(folder / "mppo_closure.zip", folder / f"{name}.zip", payloads, python=made["python"])
     marker = folder / "PWNED"
-    paths["dangerous"] = splice(paths["mppo_plain"], folder / "dangerous.zip", {"learning_rate": dangerous_payload(f"touch {marker}")})
-    paths["corrupt"] = splice(paths["mppo_closure"], folder / "corrupt.zip", {"learning_rate": "this is not base64!"})
-    return paths
+    splice(folder / "mppo_plain.zip", folder / "dangerous.zip", {"learning_rate": dangerous_payload(f"touch {marker}")})
+    splice(folder / "mppo_closure.zip", folder / "corrupt.zip", {"learning_rate": "this is not base64!"})
+
+
+@pytest.fixture(scope="session")
+def models(tmp_path_factory, venvs) -> dict:
+    """name → path of every test model, made once per test run."""
+    folder = built_once(tmp_path_factory, "sb3-models", lambda folder: make_models(folder, venvs))
+    return {path.stem: path for path in folder.glob("*.zip")}
