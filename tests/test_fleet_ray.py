@@ -23,8 +23,7 @@ import pytest
 from envdoctor import engine
 from envdoctor.checks.threads import THREAD_VARIABLES
 
-# One cluster per run: under `pytest -n N --dist loadgroup` these tests share one worker.
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("ray-cluster")]
+pytestmark = pytest.mark.slow
 
 RAY = Path(sys.executable).parent / "ray"
 START_TIMEOUT_S = 90
