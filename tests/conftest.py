@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import io
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
-import venv
 from pathlib import Path
-from typing import Callable, Dict, Iterable, Optional, Sequence, Tuple, Union
+from typing import Callable, Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
 import pytest
 
@@ -249,12 +250,44 @@ def judged():
     return judge_recorded
 
 
+UV = Path(sys.executable).with_name("uv")
+# pip's options naming where wheels come from, and uv's flag for each (torch is held by CONSTRAINTS).
+WHEEL_SOURCES = {"find-links": "--find-links", "index-url": "--index-url", "extra-index-url": "--extra-index-url"}
+
+
+def pip_wheel_sources() -> List[str]:
+    """uv flags for the wheel sources pip is configured with here (files and PIP_* variables, the variables
+    winning), so uv resolves what pip would, e.g. torch's local CPU wheel rather than a CUDA build."""
+    listed = subprocess.run([sys.executable, "-m", "pip", "config", "list"], capture_output=True, text=True).stdout
+    chosen: Dict[str, Tuple[bool, List[str]]] = {}
+    for line in listed.splitlines():
+        key, _, value = line.partition("=")
+        section, _, option = key.rpartition(".")
+        from_variable = section == ":env:"
+        if option in WHEEL_SOURCES and (from_variable or not chosen.get(option, (False,))[0]):
+            chosen[option] = (from_variable, value.strip("'\"").split())
+    # pip takes the best version from any of its sources; uv's default would stop at the first index with the name.
+    flags = ["--index-strategy", "unsafe-best-match"]
+    for option, (_, values) in chosen.items():
+        for value in values:
+            flags += [WHEEL_SOURCES[option], value]
+    return flags
+
+
+def uv(*args: str) -> None:
+    """uv with its wheel cache under the repository's .cache/ unless UV_CACHE_DIR says otherwise: kept between sessions."""
+    environ = {"UV_CACHE_DIR": str(REPO / ".cache" / "uv"), **os.environ}
+    done = subprocess.run([str(UV), *args], capture_output=True, text=True, env=environ)
+    assert done.returncode == 0, f"uv {' '.join(args)}:\n{done.stderr[-3000:]}"
+
+
 class VenvFactory:
-    """Real virtual environments with real wheels, built once per test session and shared."""
+    """Real virtual environments with real wheels, made by uv from one wheel cache, built once per test session and shared."""
 
     def __init__(self, base: Path):
         self.base = base
         self.built: Dict[str, Path] = {}
+        self.sources = pip_wheel_sources()
 
     def python(self, name: str) -> Path:
         return self.base / name / "bin" / "python"
@@ -263,21 +296,18 @@ class VenvFactory:
         """The interpreter of venv `name`, created on first use with `packages` installed (torch pinned)."""
         if name in self.built:
             return self.built[name]
-        target = self.base / name
-        if interpreter == sys.executable:
-            venv.EnvBuilder(with_pip=with_pip).create(target)
-        else:
-            subprocess.run([interpreter, "-m", "venv", *(() if with_pip else ("--without-pip",)), str(target)], check=True)
+        seed = ("--seed", *self.sources) if with_pip else ()
+        uv("venv", "--quiet", *seed, "--python", interpreter, str(self.base / name))
         if packages:
             self.install(name, *packages)
         self.built[name] = self.python(name)
         return self.built[name]
 
     def install(self, name: str, *packages: str) -> None:
-        pip(["install", "-q", "-c", str(CONSTRAINTS), *packages], self.python(name))
+        uv("pip", "install", "--quiet", "--python", str(self.python(name)), *self.sources, "--constraint", str(CONSTRAINTS), *packages)
 
     def uninstall(self, name: str, *packages: str) -> None:
-        pip(["uninstall", "-q", "-y", *packages], self.python(name))
+        uv("pip", "uninstall", "--quiet", "--python", str(self.python(name)), *packages)
 
 
 def pip(args, python: Path) -> None:
@@ -330,22 +360,42 @@ def pyenv_python(minor: str) -> str:
     return str(found[-1])
 
 
-@pytest.fixture(scope="session")
-def models(tmp_path_factory, venvs) -> dict:
-    """name → path of every test model: real ones, foreign-Python splices, dangerous and corrupt ones."""
+def built_once(tmp_path_factory, name: str, build: Callable[[Path], None]) -> Path:
+    """The folder `name`, filled by `build` once per test run: pytest-xdist's workers share it (the first to
+    need it builds it under a lock in their common temporary folder); a run without workers builds it in its own."""
+    root = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        root = root.parent
+    folder, done = root / name, root / f"{name}.done"
+    with open(root / f"{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not done.exists():
+            shutil.rmtree(folder, ignore_errors=True)
+            folder.mkdir()
+            build(folder)
+            done.touch()
+    return folder
+
+
+def make_models(folder: Path, venvs: VenvFactory) -> None:
+    """Every test model as NAME.zip in `folder`: real ones, foreign-Python splices, dangerous and corrupt ones."""
     sys.path.insert(0, str(SB3_DATA))
     from splice import dangerous_payload, splice
 
-    folder = tmp_path_factory.mktemp("sb3-models")
     subprocess.run([sys.executable, str(SB3_DATA / "make_models.py"), str(folder)], check=True, capture_output=True, timeout=600)
-    paths = {p.stem: p for p in folder.glob("*.zip")}
     for minor in FOREIGN:
         python = venvs.get(f"cloudpickle-{minor}", ["cloudpickle"], interpreter=pyenv_python(minor))
         made = json.loads(subprocess.run([str(python), str(SB3_DATA / "make_foreign.py")], check=True, capture_output=True, text=True).stdout)
         payloads = {key: made[key] for key in ("learning_rate", "lr_schedule", "clip_range")}
         name = f"foreign_py{minor.replace('.', '')}"
-        paths[name] = splice(paths["mppo_closure"], folder / f"{name}.zip", payloads, python=made["python"])
+        splice(folder / "mppo_closure.zip", folder / f"{name}.zip", payloads, python=made["python"])
     marker = folder / "PWNED"
-    paths["dangerous"] = splice(paths["mppo_plain"], folder / "dangerous.zip", {"learning_rate": dangerous_payload(f"touch {marker}")})
-    paths["corrupt"] = splice(paths["mppo_closure"], folder / "corrupt.zip", {"learning_rate": "this is not base64!"})
-    return paths
+    splice(folder / "mppo_plain.zip", folder / "dangerous.zip", {"learning_rate": dangerous_payload(f"touch {marker}")})
+    splice(folder / "mppo_closure.zip", folder / "corrupt.zip", {"learning_rate": "this is not base64!"})
+
+
+@pytest.fixture(scope="session")
+def models(tmp_path_factory, venvs) -> dict:
+    """name → path of every test model, made once per test run."""
+    folder = built_once(tmp_path_factory, "sb3-models", lambda folder: make_models(folder, venvs))
+    return {path.stem: path for path in folder.glob("*.zip")}

@@ -1,37 +1,35 @@
-"""envdoctor installs (non-editable, with the dependency versions pip picks for that Python) and runs
+"""envdoctor installs (non-editable, with the dependency versions resolved for that Python) and runs
 on the oldest and the newest supported CPython: `check`, `inspect`, `run`, and refusing a broken report."""
 
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 
 import pytest
 
 from conftest import REPO
-from reach import NEWEST, OLDEST, breakages, interpreter, model_zip, one_line_error, run_python, venv
+from reach import NEWEST, OLDEST, breakages, interpreter, model_zip, one_line_error, run_python
 
 pytestmark = pytest.mark.slow
 
 
-def installed(version: str, base: Path) -> Path:
-    """A venv of Python `version` with envdoctor installed from the repository by that venv's own pip."""
-    python = venv(interpreter(version), base / "env", with_pip=True)
-    done = subprocess.run([str(python), "-m", "pip", "install", "--quiet", str(REPO)], capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr
-    return base / "env" / "bin" / "envdoctor"
+def installed(venvs, version: str) -> Path:
+    """The console script of a venv of Python `version` with envdoctor built from the repository and installed
+    with the dependency versions resolved for that Python; one venv per version, shared by the tests."""
+    python = venvs.get(f"envdoctor-{version}", ["--reinstall-package", "envdoctor", str(REPO)], interpreter=interpreter(version))
+    return python.with_name("envdoctor")
 
 
 @pytest.fixture(scope="session", params=[OLDEST, NEWEST])
-def envdoctor_of(request, tmp_path_factory):
+def envdoctor_of(request, venvs):
     """(Python version, the envdoctor console script installed under it)."""
-    return request.param, installed(request.param, tmp_path_factory.mktemp(f"py{request.param}"))
+    return request.param, installed(venvs, request.param)
 
 
 @pytest.fixture(scope="session")
-def oldest(tmp_path_factory) -> Path:
-    return installed(OLDEST, tmp_path_factory.mktemp("oldest"))
+def oldest(venvs) -> Path:
+    return installed(venvs, OLDEST)
 
 
 @pytest.fixture(scope="session")

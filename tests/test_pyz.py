@@ -11,20 +11,22 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO
+from conftest import REPO, built_once
 from reach import NEWEST, OLDEST, breakages, interpreter, model_zip, one_line_error, run_python, site_packages, venv
 
 pytestmark = pytest.mark.slow
 SHADOWED = ("rich", "click", "packaging")
 
 
+def build_pyz(folder: Path) -> None:
+    built = subprocess.run([sys.executable, str(REPO / "scripts" / "build-pyz"), "--output", str(folder / "envdoctor.pyz")], capture_output=True, text=True)
+    assert built.returncode == 0, built.stderr
+
+
 @pytest.fixture(scope="session")
 def pyz(tmp_path_factory) -> Path:
-    """The zipapp, built once by scripts/build-pyz (its dependencies fetched by pip)."""
-    output = tmp_path_factory.mktemp("pyz") / "envdoctor.pyz"
-    built = subprocess.run([sys.executable, str(REPO / "scripts" / "build-pyz"), "--output", str(output)], capture_output=True, text=True)
-    assert built.returncode == 0, built.stderr
-    return output
+    """The zipapp, built once per test run by scripts/build-pyz (its dependencies fetched by pip)."""
+    return built_once(tmp_path_factory, "pyz", build_pyz) / "envdoctor.pyz"
 
 
 @pytest.fixture(scope="session", params=[OLDEST, NEWEST])

@@ -3,7 +3,8 @@
 Models are saved once per session by the real SB3 in a child process (tests/data/sb3/make_models.py);
 foreign-Python payloads are cloudpickled by pyenv's 3.8, 3.12 and 3.13 in light venvs holding only
 cloudpickle (tests/data/sb3/make_foreign.py) and spliced into a real model. The ground truth is
-tests/data/sb3/load_model.py run in a child process: the doctor itself never unpickles anything.
+tests/data/sb3/load_model.py run in a child process: the doctor itself never unpickles anything. Each load
+is a child forked by tests/data/sb3/load_server.py, which imports torch and SB3 once for the whole module.
 """
 
 from __future__ import annotations
@@ -24,12 +25,38 @@ DATA = Path(__file__).parent / "data" / "sb3"
 pytestmark = pytest.mark.slow
 
 
-def load(model: Path, algo: str = "MaskablePPO", custom: dict = None, learn: bool = False, cwd=None) -> subprocess.CompletedProcess:
-    """The real SB3 load (and predict, optionally learn) in a child process: the ground truth."""
-    argv = [sys.executable, str(DATA / "load_model.py"), algo, str(model)]
-    argv += [json.dumps(custom)] if custom is not None else []
-    argv += ["--learn"] if learn else []
-    return subprocess.run(argv, capture_output=True, text=True, timeout=300, cwd=cwd)
+class Loader:
+    """The load server, one process for the module: each load in a forked child of it, the ground truth."""
+
+    def __init__(self, log: Path):
+        self.log = log.open("w")
+        self.server = subprocess.Popen([sys.executable, str(DATA / "load_server.py")], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log, text=True)
+
+    def __call__(self, model: Path, algo: str = "MaskablePPO", custom: dict = None, learn: bool = False) -> subprocess.CompletedProcess:
+        """The real SB3 load (and predict, optionally learn) of `model`, as `python load_model.py ...` would do it."""
+        argv = [algo, str(model)]
+        argv += [json.dumps(custom)] if custom is not None else []
+        argv += ["--learn"] if learn else []
+        self.server.stdin.write(json.dumps({"argv": argv, "timeout": 300}) + "\n")
+        self.server.stdin.flush()
+        answer = self.server.stdout.readline()
+        assert answer, f"the load server ended: {Path(self.log.name).read_text()[-3000:]}"
+        done = json.loads(answer)
+        if done["timed_out"]:
+            raise subprocess.TimeoutExpired([str(DATA / "load_model.py"), *argv], 300)
+        return subprocess.CompletedProcess([str(DATA / "load_model.py"), *argv], done["returncode"], done["stdout"], done["stderr"])
+
+    def close(self) -> None:
+        self.server.stdin.close()
+        self.server.wait(timeout=60)
+        self.log.close()
+
+
+@pytest.fixture(scope="module")
+def load(tmp_path_factory):
+    loader = Loader(tmp_path_factory.mktemp("load-server") / "stderr.log")
+    yield loader
+    loader.close()
 
 
 def result(completed: subprocess.CompletedProcess) -> dict:
@@ -56,7 +83,7 @@ def custom_objects(model_facts: dict) -> dict:
     return {key: plan["value"] for key, plan in model_facts["schedules"].items()}
 
 
-def test_own_closure_model_is_judged_safe_here_and_really_loads(models):
+def test_own_closure_model_is_judged_safe_here_and_really_loads(models, load):
     run, report, facts = inspect(models["mppo_closure"])
     entries = {e["key"]: e for e in facts["entries"]}
     assert run.returncode == 0 and report["findings"] == []
@@ -70,7 +97,7 @@ def test_own_closure_model_is_judged_safe_here_and_really_loads(models):
     assert result(load(models["mppo_closure"]))["clip_range"] == 0.1
 
 
-def test_foreign_312_model_is_flagged_and_really_segfaults_in_training(models):
+def test_foreign_312_model_is_flagged_and_really_segfaults_in_training(models, load):
     run, report, facts = inspect(models["foreign_py312"])
     [finding] = findings(report, "sb3.foreign-bytecode")
     assert run.returncode == 1 and finding["severity"] == "error"
@@ -82,7 +109,7 @@ def test_foreign_312_model_is_flagged_and_really_segfaults_in_training(models):
     assert result(load(models["foreign_py312"], custom=custom_objects(facts), learn=True))["learned"]
 
 
-def test_foreign_313_model_really_segfaults_while_loading(models):
+def test_foreign_313_model_really_segfaults_while_loading(models, load):
     _, report, facts = inspect(models["foreign_py313"])
     [finding] = findings(report, "sb3.foreign-bytecode")
     assert finding["severity"] == "error" and "while loading" in finding["explanation"]
@@ -91,7 +118,7 @@ def test_foreign_313_model_really_segfaults_while_loading(models):
     assert result(load(models["foreign_py313"], custom=custom_objects(facts)))["lr"] == 0.0003
 
 
-def test_foreign_38_model_is_silently_dropped_by_sb3(models):
+def test_foreign_38_model_is_silently_dropped_by_sb3(models, load):
     _, report, facts = inspect(models["foreign_py38"])
     [finding] = findings(report, "sb3.foreign-bytecode")
     assert finding["severity"] == "warning" and "silently" in finding["title"]
@@ -100,7 +127,7 @@ def test_foreign_38_model_is_silently_dropped_by_sb3(models):
     assert loaded["clip_range"] == 0.2 and loaded["warnings"]  # the saved 0.1 is lost, as the finding says
 
 
-def test_schedule_from_a_module_missing_here_is_flagged_and_really_raises(models):
+def test_schedule_from_a_module_missing_here_is_flagged_and_really_raises(models, load):
     _, report, facts = inspect(models["mppo_byref"])
     [finding] = findings(report, "sb3.missing-module")
     assert "sb3_fixture_schedules" in finding["title"]
@@ -109,7 +136,7 @@ def test_schedule_from_a_module_missing_here_is_flagged_and_really_raises(models
     assert result(load(models["mppo_byref"], custom=custom_objects(facts)))["lr"] == 0.0003
 
 
-def test_dangerous_model_is_flagged_and_never_run_by_the_doctor(models, tmp_path):
+def test_dangerous_model_is_flagged_and_never_run_by_the_doctor(models, tmp_path, load):
     marker = models["dangerous"].parent / "PWNED"
     _, report, facts = inspect(models["dangerous"])
     [finding] = findings(report, "sb3.dangerous-pickle")
@@ -122,7 +149,7 @@ def test_dangerous_model_is_flagged_and_never_run_by_the_doctor(models, tmp_path
     assert marker.exists()
 
 
-def test_corrupt_entry_is_reported_not_an_input_error(models):
+def test_corrupt_entry_is_reported_not_an_input_error(models, load):
     run, report, _ = inspect(models["corrupt"])
     [finding] = findings(report, "sb3.corrupt-entry")
     assert run.returncode == 1 and "learning_rate" in finding["title"]
@@ -133,7 +160,7 @@ def test_corrupt_entry_is_reported_not_an_input_error(models):
     ("mppo_closure", "MaskablePPO"), ("ppo_closure", "PPO"), ("foreign_py312", "MaskablePPO"), ("foreign_py313", "MaskablePPO"),
     ("foreign_py38", "MaskablePPO"), ("mppo_byref", "MaskablePPO"), ("corrupt", "MaskablePPO"), ("mppo_plain", "MaskablePPO"),
 ])
-def test_sanitized_copy_loads_plainly_and_predicts_like_the_original(models, tmp_path, name, algo):
+def test_sanitized_copy_loads_plainly_and_predicts_like_the_original(models, tmp_path, name, algo, load):
     source = models[name]
     before = sha256(source)
     _, _, facts = inspect(source)
@@ -156,7 +183,7 @@ def test_sanitized_copy_loads_plainly_and_predicts_like_the_original(models, tmp
         assert sanitized["clip_range"] == audit["replaced"]["clip_range"]["value"]
 
 
-def test_sanitize_reports_where_numbers_came_from_and_honours_options(models, tmp_path):
+def test_sanitize_reports_where_numbers_came_from_and_honours_options(models, tmp_path, load):
     out = tmp_path / "ppo.zip"
     run = run_envdoctor("sanitize", str(models["ppo_closure"]), "-o", str(out), "--clip-range", "0.3")
     assert run.returncode == 0, run

@@ -6,11 +6,10 @@ import shutil
 import site
 import subprocess
 import sys
-import venv
 
 import pytest
 
-from conftest import REPO, changed_report, findings_by_id, pip
+from conftest import REPO, changed_report, findings_by_id
 
 sys.path.insert(0, str(REPO / "checks"))
 from envdoctor_site_checks import rules  # noqa: E402  (the pure rules, without registering them)
@@ -26,16 +25,15 @@ GIB = 2**30
 
 
 @pytest.fixture(scope="session")
-def site_python(tmp_path_factory):
-    """A throwaway venv that sees envdoctor from the repository and has checks/ really installed."""
-    target = tmp_path_factory.mktemp("site") / "venv"
-    venv.EnvBuilder(with_pip=False).create(target)
-    python = target / "bin" / "python"
+def site_python(venvs, tmp_path_factory):
+    """A throwaway venv that sees envdoctor from the repository and has checks/ really installed (built here,
+    with this environment's setuptools, which the venv sees too)."""
+    python = venvs.get("site-checks")
     purelib = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], capture_output=True, text=True, check=True).stdout.strip()
     with open(f"{purelib}/envdoctor-dev.pth", "w") as stream:
         stream.write("\n".join([str(REPO), *site.getsitepackages()]) + "\n")
-    source = shutil.copytree(REPO / "checks", target.parent / "checks-source", ignore=shutil.ignore_patterns("build", "*.egg-info"))
-    pip(["install", "-q", "--no-deps", "--no-build-isolation", str(source)], python)
+    source = shutil.copytree(REPO / "checks", tmp_path_factory.mktemp("site") / "checks-source", ignore=shutil.ignore_patterns("build", "*.egg-info"))
+    venvs.install("site-checks", "--no-deps", "--no-build-isolation", "--no-cache", str(source))  # a build of this tree, never a cached one
     return python
 
 
