@@ -35,18 +35,6 @@ class Run:
         return f"<Run rc={self.returncode}\nstdout={self.stdout[-2000:]}\nstderr={self.stderr[-2000:]}>"
 
 
-def register_checks_as_a_fresh_check_does() -> None:
-    """Checks are listed (and their findings of one severity ordered) as their modules were first
-    imported; load them now, before any test module imports a part of envdoctor that imports some of
-    them, so that in-process runs list them as a fresh `python -m envdoctor check` does."""
-    from envdoctor.checks.registry import load_checks
-
-    load_checks()
-
-
-register_checks_as_a_fresh_check_does()
-
-
 # Variables that act when an interpreter starts (its sys.path, site, streams, warnings): in this
 # process they would reach the doctor's children but not the doctor itself.
 STARTUP_VARIABLES = frozenset({

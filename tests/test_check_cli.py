@@ -217,3 +217,15 @@ def test_ctrl_c_exits_130_without_a_traceback(tmp_path):
     assert process.returncode == 130
     assert "Interrupted." in stderr
     assert "Traceback" not in stderr
+
+
+def test_checks_are_listed_in_the_registry_order_whichever_module_was_imported_first():
+    """A policy imports some check modules before the registry loads them all: the order of the
+    listing (and of findings of one severity) must not depend on that."""
+    program = (
+        "import envdoctor.checks.cuda, envdoctor.checks.threads\n"
+        "from envdoctor.checks.registry import BUILTIN_MODULES, load_checks\n"
+        "print([BUILTIN_MODULES.index(c.function.__module__) for c in load_checks()[0] if c.function.__module__ in BUILTIN_MODULES])\n"
+    )
+    ranks = json.loads(subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, check=True).stdout)
+    assert ranks == sorted(ranks) and len(set(ranks)) > 5

@@ -50,7 +50,14 @@ def load_checks() -> tuple:
             entry_point.load()
         except Exception as error:  # a broken plugin must not break the doctor
             failures.append((entry_point.name, f"{type(error).__name__}: {error}"))
-    return tuple(CHECKS), tuple(failures)
+    return tuple(sorted(CHECKS, key=builtin_order)), tuple(failures)
+
+
+def builtin_order(check: Check) -> int:
+    """A check's place: built-in ones in BUILTIN_MODULES order, whichever module was imported first
+    (a policy or a rule may import one early), then the plugins' in the order they registered."""
+    module = check.function.__module__
+    return BUILTIN_MODULES.index(module) if module in BUILTIN_MODULES else len(BUILTIN_MODULES)
 
 
 def load_links() -> List[Check]:
