@@ -9,6 +9,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import venv
 from pathlib import Path
 from typing import Callable, Dict, Iterable, Optional, Sequence, Tuple, Union
@@ -135,8 +136,9 @@ class PastTimeLimit(BaseException):
 
 @contextlib.contextmanager
 def time_limit(command: list, timeout: Optional[float]):
-    """subprocess.TimeoutExpired once `timeout` seconds have passed, as subprocess.run(timeout=) raises."""
-    if timeout is None:
+    """subprocess.TimeoutExpired once `timeout` seconds have passed, as subprocess.run(timeout=) raises
+    (in the main thread, the only one a signal handler runs in)."""
+    if timeout is None or threading.current_thread() is not threading.main_thread():
         yield
         return
 
