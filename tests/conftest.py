@@ -11,6 +11,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 from pathlib import Path
 from typing import Callable, Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
@@ -124,8 +125,9 @@ class PastTimeLimit(BaseException):
 
 @contextlib.contextmanager
 def time_limit(command: list, timeout: Optional[float]):
-    """subprocess.TimeoutExpired once `timeout` seconds have passed, as subprocess.run(timeout=) raises."""
-    if timeout is None:
+    """subprocess.TimeoutExpired once `timeout` seconds have passed, as subprocess.run(timeout=) raises
+    (in the main thread, the only one a signal handler runs in)."""
+    if timeout is None or threading.current_thread() is not threading.main_thread():
         yield
         return
 
