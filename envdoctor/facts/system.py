@@ -22,9 +22,8 @@ WSL2_ONLY_MARKERS = ("WSL_INTEROP", "/dev/dxg", "/usr/lib/wsl", "/usr/lib/wsl/li
 def container_markers(value: Any) -> Mapping[str, Any]:
     """Marker name -> whether it was seen, and "cgroup": the container runtimes /proc/1/cgroup names."""
     markers = expect(value, Mapping, {})
-    for name in expect(markers.get("cgroup"), list, []):
-        expect(name, str)
-    return markers
+    runtimes = [expect(name, str) for name in expect(markers.get("cgroup"), list, [])]
+    return {**markers, "cgroup": runtimes}
 
 
 @dataclass(frozen=True)
