@@ -106,6 +106,15 @@ def fake_python(folder: Path, pid_file: Path, then: str) -> Path:
     return script
 
 
+def sleeping(pid: int, within: float = 10.0) -> int:
+    """`pid` once it runs `sleep`: the pid is written before `setsid` and the like have done their part."""
+    deadline = time.monotonic() + within
+    while Path(f"/proc/{pid}/comm").read_text().strip() != "sleep":
+        assert time.monotonic() < deadline, f"{pid} never ran sleep"
+        time.sleep(0.01)
+    return pid
+
+
 def leave(command: str, pid_file: Path) -> str:
     """Shell that starts `command` in the background, notes its pid, and goes on once it runs `sleep`
     (so the process is what the test expects to find by the time the shell ends)."""
@@ -240,7 +249,7 @@ def test_a_double_forked_orphan_is_killed(pid_file):
 def test_the_marker_finds_descendants_that_left_the_session(pid_file):
     child = proc.start_child(["sh", "-c", leave("setsid sleep 1000", pid_file) + "; exec sleep 1000"], stdout=subprocess.DEVNULL)
     try:
-        grandchild = pids_in(pid_file)[0]
+        grandchild = sleeping(pids_in(pid_file)[0])
         assert os.getsid(grandchild) != child.pid
         assert grandchild in proc.marked(child.marker)
         assert {p.pid for p in proc.descendants(child)} == {grandchild}
