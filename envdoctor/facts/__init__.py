@@ -92,6 +92,13 @@ def expect(value: Any, kind: Union[type, tuple], default: Any = None) -> Any:
     return value
 
 
+def whole(value: Any) -> Optional[int]:
+    """A count: an int (not a bool), or None; TypeError for anything else."""
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
+        raise TypeError(f"{type(value).__name__} where a count was expected")
+    return value
+
+
 class CachedFacts(Mapping):
     """The raw facts, read as a mapping, with the views built from them kept for the next reader."""
 

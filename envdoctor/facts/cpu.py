@@ -6,18 +6,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Iterable, List, Mapping, Optional, Tuple, Union
 
-from envdoctor.facts import Unrecorded, expect, shaped
+from envdoctor.facts import Unrecorded, expect, shaped, whole
 
 TORCH_AVX2 = ("avx2", "fma")
 TORCH_AVX512 = ("avx512f", "avx512vl", "avx512bw", "avx512dq", "fma")
 X86_ARCHES = ("x86_64", "AMD64", "i686")
-
-
-def whole(value: Any) -> Optional[int]:
-    """A count: an int (not a bool), or None; TypeError for anything else."""
-    if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
-        raise TypeError(f"{type(value).__name__} where a count was expected")
-    return value
 
 
 @dataclass(frozen=True)

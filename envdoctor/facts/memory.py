@@ -5,8 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping, Optional, Union
 
-from envdoctor.facts import Unrecorded, shaped
-from envdoctor.facts.cpu import whole
+from envdoctor.facts import Unrecorded, shaped, whole
 
 
 @dataclass(frozen=True)
