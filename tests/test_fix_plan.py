@@ -15,6 +15,7 @@ from envdoctor.fix.installer import Installer
 from envdoctor.fix.mixed_wheels import plan_mixed_wheels
 from envdoctor.fix.pin_cuda import Request, plan_pin_cuda
 from envdoctor.fix.plan import Plan, StepKind, StepStatus
+from envdoctor.fix.render import sh, text
 from envdoctor.fix.threads import plan_threads
 
 PY = "/envs/seed/bin/python"
@@ -299,6 +300,44 @@ def test_hardware_refusals_block_the_new_environment_too():
     assert plan.refusal.endswith("besides, no torch build for CUDA 11.6 supports Python 3.12 (torch 1.13.1 cu116 wheels need Python 3.7–3.10)")
     old_driver = pin(seed_facts(python=(3, 14, 0), driver="450.51.05"), "11.8")
     assert old_driver.blocked and old_driver.refusal.startswith("driver 450.51.05 is too old for CUDA 11.8: it needs driver ≥ 450.80.02")
+
+
+V100 = {"index": 0, "name": "Tesla V100-SXM2-16GB", "compute_capability": "7.0"}
+H200 = {"index": 0, "name": "NVIDIA H200", "compute_capability": "9.0"}
+
+
+def on_gpu(gpu: dict, driver: str, python=(3, 11, 9)) -> dict:
+    return facts(python, [dist("torch", "2.11.0")], torch_version="2.11.0+cu130", torch_cuda="13.0", driver=driver, gpus=[gpu])
+
+
+def test_the_release_is_the_newest_whose_build_has_kernels_for_the_gpu():
+    # cu128 kept sm_70 through torch 2.10 and dropped it in 2.11 (domain notes §4)
+    plan = pin(on_gpu(V100, "570.86.15"), "12.8")
+    assert plan.applicable and plan.expect.torch_version == "2.10.0+cu128"
+    assert install_step(plan).argv[4] == "torch==2.10.0+cu128"
+
+
+def test_a_refused_pin_keeps_no_step_and_names_the_pins_that_run_here():
+    plan = pin(on_gpu(H200, "580.65.06"), "11.6")
+    assert plan.blocked and plan.steps == () and not plan.changes
+    assert plan.instead == (
+        "envdoctor fix --pin-cuda 11.8  (torch 2.7.1+cu118)",
+        "envdoctor fix --pin-cuda 12.1  (torch 2.5.1+cu121)",
+        "envdoctor fix --pin-cuda 12.4  (torch 2.6.0+cu124)",
+    )
+    shown = text(plan)
+    assert "pip install" not in shown and "-m venv" not in shown and "What runs on this machine instead:" in shown
+    assert not any(line.startswith("/") for line in sh(plan).splitlines())
+
+
+def test_a_named_release_without_kernels_points_to_the_newest_that_has_them():
+    plan = pin(on_gpu(V100, "570.86.15"), "12.8", torch="2.11")
+    assert plan.blocked and plan.instead[0] == "envdoctor fix --pin-cuda 12.8 --torch 2.10.0  (torch 2.10.0+cu128)"
+
+
+def test_alternatives_are_limited_by_the_driver():
+    plan = pin(on_gpu(V100, "470.57.02", python=(3, 10, 13)), "12.8")
+    assert plan.blocked and plan.instead and all("--pin-cuda 11." in line for line in plan.instead)
 
 
 def test_a_build_for_the_same_cuda_says_how_to_keep_its_version():

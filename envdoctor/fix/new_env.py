@@ -11,6 +11,7 @@ from __future__ import annotations
 from pathlib import PurePath
 from typing import Any, Mapping, Optional, Sequence, Tuple
 
+from envdoctor.fix.hardware import kernels_for_every_gpu
 from envdoctor.fix.plan import Expectation, Plan, Step, StepKind, StepStatus
 from envdoctor.fix.requires import leaves, target
 from envdoctor.fix.verify import import_torch_argv
@@ -25,9 +26,11 @@ def python_for(release: TorchRelease, pythons: Sequence[Mapping[str, Any]]) -> O
 
 
 def choose(facts: Mapping[str, Any], cuda: str, named: Optional[TorchRelease]) -> Tuple[TorchRelease, Optional[Mapping[str, Any]]]:
-    """The newest release (or the named one) that an interpreter found here can run, with that
-    interpreter; else the newest release and None (a conda environment brings its own Python)."""
-    candidates = [named] if named else [r for r in releases() if cuda in r.cuda]
+    """The newest release (or the named one) with kernels for every GPU here that an interpreter found
+    here can run, with that interpreter; else the newest such release and None (a conda environment
+    brings its own Python)."""
+    listed = [named] if named else [r for r in releases() if cuda in r.cuda]
+    candidates = [r for r in listed if kernels_for_every_gpu(facts, r, cuda)] or listed
     pythons = facts.get("pythons", {}).get("interpreters", ())
     for release in reversed(candidates):
         python = python_for(release, pythons)

@@ -19,16 +19,16 @@ from dataclasses import dataclass, replace
 from typing import Any, List, Mapping, Optional, Sequence, Tuple
 
 from envdoctor.errors import UsageError
-from envdoctor.facts import Unrecorded, read, view_of
+from envdoctor.facts import view_of
 from envdoctor.facts.conda import CondaView, shown
 from envdoctor.facts.gpu import GpuView
 from envdoctor.facts.target import normalize
+from envdoctor.fix.hardware import alternatives, hardware_verdict, known_variants, newest_that_runs
 from envdoctor.fix.installer import Installer
 from envdoctor.fix.new_env import choose, plan_new_environment
 from envdoctor.fix.plan import Expectation, Plan, Step, StepKind, StepStatus
 from envdoctor.fix.requires import families_installed, families_needed, pinning_other_torch, target
 from envdoctor.fix.verify import import_torch_argv
-from envdoctor.knowledge import arches, drivers
 from envdoctor.knowledge.conda import CondaBuild, builds, builds_for
 from envdoctor.knowledge.conda import install_args as conda_install_args
 from envdoctor.knowledge.torch_matrix import TorchRelease, find, install_args, releases, variant_tag
@@ -54,10 +54,6 @@ def conda_of(facts: Mapping[str, Any]) -> CondaView:
     return view_of(facts, CondaView)
 
 
-def known_variants() -> List[str]:
-    return sorted({c for r in releases() for c in r.cuda}, key=lambda c: tuple(int(p) for p in c.split(".")))
-
-
 def validate(request: Request) -> Optional[TorchRelease]:
     """The release named by --torch, checked against the matrix; bad input is a usage error."""
     if not CUDA_VERSION.match(request.cuda) or request.cuda not in known_variants():
@@ -77,56 +73,12 @@ def validate(request: Request) -> Optional[TorchRelease]:
     return release
 
 
-def driver_verdict(facts: Mapping[str, Any], cuda: str) -> Tuple[Optional[str], Optional[str]]:
-    """(refusal, note) about whether the installed driver runs CUDA `cuda`."""
-    gpu = read(facts, GpuView)
-    driver = None if isinstance(gpu, Unrecorded) else gpu.driver_version
-    host_os = target(facts).host_os
-    least = drivers.minimum_driver(cuda, host_os)
-    if not driver:
-        why = (gpu.failure if isinstance(gpu, Unrecorded) else gpu.reason) or "no driver facts"
-        return None, f"driver unknown ({why}): CUDA {cuda} wheels need driver ≥ {least or 'unknown'}; not checked"
-    if drivers.driver_satisfies(driver, cuda, host_os):
-        return None, f"driver {driver} runs CUDA {cuda} (needs ≥ {least})"
-    runnable = [v for v in known_variants() if drivers.driver_satisfies(driver, v, host_os)]
-    older = f" (--pin-cuda {runnable[-1]} runs on it)" if runnable else ""
-    return f"driver {driver} is too old for CUDA {cuda}: it needs driver ≥ {least}; update the driver or pin an older CUDA{older}", None
-
-
-def builds_with(capability: str, release: TorchRelease) -> str:
-    """Where kernels for `capability` are: other builds of this torch, else builds of other releases."""
-    same = arches.variants_supporting(capability, release.torch)
-    if same:
-        return f"torch {release.torch} builds that have them: {', '.join(same)}"
-    anywhere = arches.variants_supporting(capability)
-    return f"no torch {release.torch} build has them; builds of other releases that do: {', '.join(anywhere) or 'none'}"
-
-
-def arch_verdict(facts: Mapping[str, Any], release: TorchRelease, cuda: str) -> Tuple[Optional[str], Tuple[str, ...]]:
-    """(refusal, notes) about whether every GPU has kernels in the chosen build."""
-    tag, notes = variant_tag(cuda), []
-    if arches.arch_list(tag, release.torch) is None:
-        return None, (f"no architecture list known for torch {release.torch}+{tag}; GPU support not checked",)
-    for gpu in view_of(facts, GpuView).recorded_gpus:
-        capability = gpu.get("compute_capability")
-        if not capability:
-            continue
-        support = arches.support(capability, tag, release.torch)
-        if support is None:
-            return f"{gpu.get('name')} (compute capability {capability}) has no kernels in torch {release.torch}+{tag}; {builds_with(capability, release)}", ()
-        if support == arches.PTX:
-            row = drivers.requirement(cuda)
-            toolkit = row.toolkit(target(facts).host_os) if row else "unknown"
-            notes.append(f"{gpu.get('name')} (compute capability {capability}) runs torch {release.torch}+{tag} only through PTX JIT, which needs driver ≥ {toolkit}")
-    return None, tuple(notes)
-
-
 def choose_release(facts: Mapping[str, Any], request: Request, named: Optional[TorchRelease]) -> Optional[TorchRelease]:
-    """The newest release with a cuXY build for the target's Python (or the named one if it fits)."""
+    """The newest release with a cuXY build for the target's Python that has kernels for every GPU
+    here (or the named one if it fits the Python); None when no build fits the Python."""
     minor = target(facts).python_minor or UNKNOWN_MINOR
     candidates = [named] if named else [r for r in releases() if request.cuda in r.cuda]
-    fitting = [r for r in candidates if minor in r.python]
-    return fitting[-1] if fitting else None
+    return newest_that_runs(facts, [r for r in candidates if minor in r.python], request.cuda)
 
 
 def packages_for(facts: Mapping[str, Any], release: TorchRelease, request: Request) -> Tuple[List[str], List[str]]:
@@ -166,21 +118,6 @@ def dependents_note(facts: Mapping[str, Any], removed_families: Sequence[str]) -
     )
 
 
-def forced(refusal: Optional[str], notes: Tuple[str, ...], force: bool) -> Tuple[Optional[str], Tuple[str, ...]]:
-    """--force turns a refusal into a note that says what was overridden."""
-    if refusal and force:
-        return None, notes + (f"--force: planned although {refusal}",)
-    return refusal, notes
-
-
-def hardware_verdict(facts: Mapping[str, Any], release: TorchRelease, request: Request) -> Tuple[Optional[str], Tuple[str, ...]]:
-    """(refusal, notes) from the driver and the GPUs for `release` built with the asked CUDA."""
-    driver_refusal, driver_note = driver_verdict(facts, request.cuda)
-    refusal, notes = forced(driver_refusal, tuple(n for n in (driver_note,) if n), request.force)
-    arch_refusal, arch_notes = forced(*arch_verdict(facts, release, request.cuda), request.force)
-    return refusal or arch_refusal, notes + arch_notes
-
-
 def same_variant_note(facts: Mapping[str, Any], release: TorchRelease, cuda: str) -> Tuple[str, ...]:
     """When the installed torch already is a build for this CUDA, say how to keep its version."""
     build = target(facts).torch_facts
@@ -194,13 +131,13 @@ def same_variant_note(facts: Mapping[str, Any], release: TorchRelease, cuda: str
 def plan_new_environment_for(facts: Mapping[str, Any], request: Request, named: Optional[TorchRelease]) -> Plan:
     """No build for the asked CUDA fits the target's Python: plan a separate environment instead."""
     release, python = choose(facts, request.cuda, named)
-    refusal, notes = hardware_verdict(facts, release, request)
+    refusal, notes = hardware_verdict(facts, release, request.cuda, request.force)
     packages = ["torch", *(n for n in COMPANIONS if n in target(facts).distributions or n in request.with_packages)]
     tag, minor = variant_tag(request.cuda), target(facts).python_minor or UNKNOWN_MINOR
     no_fit = f"no torch build for CUDA {request.cuda} supports Python {minor} (torch {release.torch} {tag} wheels need Python {release.python[0]}–{release.python[-1]})"
     plan = plan_new_environment(facts, release, python, request.cuda, packages, no_fit, notes)
     # A driver or GPU that cannot run the build blocks the new environment as much as this one.
-    return replace(plan, refusal=f"{refusal}; besides, {no_fit}", alternative=False) if refusal else plan
+    return replace(plan, refusal=f"{refusal}; besides, {no_fit}", alternative=False, notes=notes) if refusal else plan
 
 
 def conda_refusal(facts: Mapping[str, Any], request: Request, reason: str) -> Plan:
@@ -242,7 +179,7 @@ def plan_conda_pin_cuda(facts: Mapping[str, Any], installer: Installer, request:
             f"(conda builds: {known}); a pip torch here would mix installers: remove conda's pytorch first, then plan again"
         ))
     release = find(build.torch)
-    refusal, notes = hardware_verdict(facts, release, request)
+    refusal, notes = hardware_verdict(facts, release, request.cuda, request.force)
     conda = conda_of(facts)
     present = set(target(facts).distributions) | set(conda.records)
     companions = [n for n in COMPANIONS if n in present or n in request.with_packages]
@@ -289,8 +226,21 @@ def conda_cuda_note(facts: Mapping[str, Any]) -> Tuple[str, ...]:
     return (f"conda installed CUDA packages here ({', '.join(cuda_records)}); this plan changes only what pip installed, and `envdoctor check` judges the two together (conda.mixed-cuda)",)
 
 
+def refused(facts: Mapping[str, Any], plan: Plan, request: Request) -> Plan:
+    """A refusal keeps no step that would build the refused stack, and says what would run here instead."""
+    if not plan.blocked:
+        return plan
+    minor = target(facts).python_minor
+    found = alternatives(facts, request.cuda, minor) or alternatives(facts, request.cuda, None)
+    return replace(plan, steps=(), instead=tuple(a.describe() for a in found))
+
+
 def plan_pin_cuda(facts: Mapping[str, Any], installer: Installer, request: Request) -> Plan:
     """The plan for `fix --pin-cuda`; pure: facts in, plan out."""
+    return refused(facts, planned(facts, installer, request), request)
+
+
+def planned(facts: Mapping[str, Any], installer: Installer, request: Request) -> Plan:
     named = validate(request)
     conda_plan = conda_installed_torch(facts, request, installer, named)
     if conda_plan is not None:
@@ -299,7 +249,7 @@ def plan_pin_cuda(facts: Mapping[str, Any], installer: Installer, request: Reque
     if release is None:
         return plan_new_environment_for(facts, request, named)
     cuda, tag, minor = request.cuda, variant_tag(request.cuda), target(facts).python_minor or UNKNOWN_MINOR
-    refusal, notes = hardware_verdict(facts, release, request)
+    refusal, notes = hardware_verdict(facts, release, request.cuda, request.force)
     family = torch_family(cuda)
     present_families = families_installed(facts)
     other_families = [f for f in present_families if f != family]

@@ -105,7 +105,8 @@ class Plan:
     """Numbered steps for one fix of one interpreter's environment.
 
     `refusal` says why the change must not be made in this environment. When `alternative` is set the
-    steps are the way out instead (a new environment), so they may still be run by hand.
+    steps are the way out instead (a new environment), so they may still be run by hand; otherwise a
+    refused plan has no steps at all, and `instead` names what would work on this machine.
     """
 
     action: str
@@ -117,6 +118,7 @@ class Plan:
     alternative: bool = False
     notes: Tuple[str, ...] = ()
     expect: Expectation = field(default_factory=Expectation)
+    instead: Tuple[str, ...] = ()
 
     @property
     def blocked(self) -> bool:
@@ -143,6 +145,7 @@ class Plan:
             "applicable": self.applicable,
             "steps": [dict(step.to_json(), number=n) for n, step in enumerate(self.steps, 1)],
             "notes": list(self.notes),
+            "instead": list(self.instead),
             "expect": self.expect.to_json(),
         }
 
@@ -158,4 +161,5 @@ class Plan:
             alternative=bool(data.get("alternative")),
             notes=tuple(data.get("notes", ())),
             expect=Expectation.from_json(data.get("expect", {})),
+            instead=tuple(data.get("instead", ())),
         )

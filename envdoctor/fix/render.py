@@ -22,7 +22,10 @@ def text(plan: Plan) -> str:
             lines += [f"Not in this environment: {plan.refusal}.", "Instead, a new environment:"]
         else:
             lines.append(f"REFUSED: {plan.refusal}")
-    lines.append("")
+    if plan.instead:
+        lines += ["", "What runs on this machine instead:"] + [f"  {line}" for line in plan.instead]
+    if plan.steps:
+        lines.append("")
     for number, step in enumerate(plan.steps, 1):
         lines.append(f"{number:>2}. [{step.status.value}] {step.summary}")
         lines.append(f"      {'why' if step.planned else 'skipped'}: {step.reason}")
@@ -38,6 +41,7 @@ def sh(plan: Plan) -> str:
     # `set -e` only where the script changes files: a script of exports is meant for `eval` in a live shell.
     lines = ["#!/bin/sh", f"# envdoctor plan: {plan.title}"] + (["set -e"] if plan.changes else [])
     if plan.blocked:
+        lines += [f"# instead: {line}" for line in plan.instead]
         lines += [f"echo {shlex.quote('envdoctor: refused: ' + plan.refusal)} >&2", "exit 1"]
     elif plan.refusal:
         lines.append(f"# Not in {plan.python}: {plan.refusal}")
