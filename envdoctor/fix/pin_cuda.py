@@ -18,16 +18,19 @@ import re
 from dataclasses import dataclass, replace
 from typing import Any, List, Mapping, Optional, Sequence, Tuple
 
+from packaging.version import Version
+
 from envdoctor.errors import UsageError
 from envdoctor.facts import view_of
 from envdoctor.facts.conda import CondaView, shown
-from envdoctor.facts.gpu import GpuView
 from envdoctor.facts.target import normalize
 from envdoctor.fix.hardware import alternatives, hardware_verdict, known_variants, newest_that_runs
 from envdoctor.fix.installer import Installer
 from envdoctor.fix.new_env import choose, plan_new_environment
 from envdoctor.fix.plan import Expectation, Plan, Step, StepKind, StepStatus
-from envdoctor.fix.requires import families_installed, families_needed, pinning_other_torch, target
+from envdoctor.fix.releases import OFFLINE, ReleaseIndex
+from envdoctor.fix.requires import families_installed, families_needed, target
+from envdoctor.fix.stack import COMPANIONS, Stack, resolve_stack, satisfied
 from envdoctor.fix.verify import import_torch_argv
 from envdoctor.knowledge.conda import CondaBuild, builds, builds_for
 from envdoctor.knowledge.conda import install_args as conda_install_args
@@ -36,7 +39,7 @@ from envdoctor.knowledge.wheels import torch_family
 
 CUDA_VERSION = re.compile(r"^\d+\.\d+$")
 UNKNOWN_MINOR = "0.0"  # how a plan names the Python of a report that does not record it
-COMPANIONS = ("torchvision", "torchaudio")
+
 
 
 @dataclass(frozen=True)
@@ -99,13 +102,22 @@ def uninstall_step(installer: Installer, names: Sequence[str], summary: str, rea
     return Step(StepKind.UNINSTALL, summary, reason, argv=installer.uninstall(names))
 
 
-def install_step(facts: Mapping[str, Any], installer: Installer, release: TorchRelease, cuda: str, packages: Sequence[str], why: str) -> Step:
-    args = install_args(release, cuda, packages)
-    pins = [a for a in args if "==" in a]
-    present = target(facts).distributions
-    if all(present.get(pin.split("==")[0], {}).get("version") == pin.split("==")[1] for pin in pins):
-        return Step(StepKind.INSTALL, f"Install {' '.join(pins)}", "already installed at exactly these versions", StepStatus.SKIPPED)
-    return Step(StepKind.INSTALL, f"Install {' '.join(pins)}", why, argv=installer.install(args))
+def install_step(facts: Mapping[str, Any], installer: Installer, stack: Stack, flags: Sequence[str], why: str) -> Step:
+    """One installer run for the whole stack, so the installer decides every version together."""
+    summary = f"Install {' '.join(stack.requirements)}"
+    if satisfied(facts, stack.requirements):
+        return Step(StepKind.INSTALL, summary, "already installed at exactly these versions", StepStatus.SKIPPED)
+    return Step(StepKind.INSTALL, summary, why, argv=installer.install((*stack.requirements, *flags)))
+
+
+def put_back_words(stack: Stack) -> str:
+    kept = [c for c in stack.changes if not c.lost]
+    return f"; with it, {', '.join(c.requirement for c in kept)} put back (see the versions below)" if kept else ""
+
+
+def python_of(facts: Mapping[str, Any]) -> Version:
+    """The target's Python as a version; a report without one plans for the oldest Python any torch has."""
+    return Version(target(facts).python_version or "3.0")
 
 
 def dependents_note(facts: Mapping[str, Any], removed_families: Sequence[str]) -> Tuple[str, ...]:
@@ -128,14 +140,14 @@ def same_variant_note(facts: Mapping[str, Any], release: TorchRelease, cuda: str
     return (f"torch {version} is already a {variant_tag(cuda)} build; `--torch {installed_release.torch}` keeps its version",)
 
 
-def plan_new_environment_for(facts: Mapping[str, Any], request: Request, named: Optional[TorchRelease]) -> Plan:
+def plan_new_environment_for(facts: Mapping[str, Any], request: Request, named: Optional[TorchRelease], index: ReleaseIndex) -> Plan:
     """No build for the asked CUDA fits the target's Python: plan a separate environment instead."""
     release, python = choose(facts, request.cuda, named)
     refusal, notes = hardware_verdict(facts, release, request.cuda, request.force)
     packages = ["torch", *(n for n in COMPANIONS if n in target(facts).distributions or n in request.with_packages)]
     tag, minor = variant_tag(request.cuda), target(facts).python_minor or UNKNOWN_MINOR
     no_fit = f"no torch build for CUDA {request.cuda} supports Python {minor} (torch {release.torch} {tag} wheels need Python {release.python[0]}–{release.python[-1]})"
-    plan = plan_new_environment(facts, release, python, request.cuda, packages, no_fit, notes)
+    plan = plan_new_environment(facts, release, python, request.cuda, packages, no_fit, notes, index)
     # A driver or GPU that cannot run the build blocks the new environment as much as this one.
     return replace(plan, refusal=f"{refusal}; besides, {no_fit}", alternative=False, notes=notes) if refusal else plan
 
@@ -235,19 +247,19 @@ def refused(facts: Mapping[str, Any], plan: Plan, request: Request) -> Plan:
     return replace(plan, steps=(), instead=tuple(a.describe() for a in found))
 
 
-def plan_pin_cuda(facts: Mapping[str, Any], installer: Installer, request: Request) -> Plan:
-    """The plan for `fix --pin-cuda`; pure: facts in, plan out."""
-    return refused(facts, planned(facts, installer, request), request)
+def plan_pin_cuda(facts: Mapping[str, Any], installer: Installer, request: Request, index: ReleaseIndex = OFFLINE) -> Plan:
+    """The plan for `fix --pin-cuda`: facts in, plan out; `index` answers what other releases require."""
+    return refused(facts, planned(facts, installer, request, index), request)
 
 
-def planned(facts: Mapping[str, Any], installer: Installer, request: Request) -> Plan:
+def planned(facts: Mapping[str, Any], installer: Installer, request: Request, index: ReleaseIndex) -> Plan:
     named = validate(request)
     conda_plan = conda_installed_torch(facts, request, installer, named)
     if conda_plan is not None:
         return conda_plan
     release = choose_release(facts, request, named)
     if release is None:
-        return plan_new_environment_for(facts, request, named)
+        return plan_new_environment_for(facts, request, named, index)
     cuda, tag, minor = request.cuda, variant_tag(request.cuda), target(facts).python_minor or UNKNOWN_MINOR
     refusal, notes = hardware_verdict(facts, release, request.cuda, request.force)
     family = torch_family(cuda)
@@ -256,7 +268,8 @@ def planned(facts: Mapping[str, Any], installer: Installer, request: Request) ->
     stray = sorted(n for f in other_families for n in present_families[f])
     packages, unreleased = packages_for(facts, release, request)
     new_torch = f"{release.torch}+{tag}"
-    pinning = pinning_other_torch(facts, new_torch, replaced=packages)
+    stack = resolve_stack(facts, release, cuda, packages, python_of(facts), index, skip=stray)
+    lost = [c for c in stack.changes if c.lost]
     why = f"asked with --torch {request.torch}" if named else f"the newest torch with a {tag} build for Python {minor}"
     steps = (
         uninstall_step(
@@ -266,16 +279,15 @@ def planned(facts: Mapping[str, Any], installer: Installer, request: Request) ->
             f"no NVIDIA wheels of a family other than {family} are installed",
         ),
         uninstall_step(
-            installer, sorted(pinning),
-            f"Remove packages that pin another torch: {', '.join(f'{n} ({r})' for n, r in sorted(pinning.items())) or 'none'}",
-            f"they exclude torch {new_torch}; reinstall versions that allow it afterwards",
-            f"no installed package excludes torch {new_torch}",
+            installer, sorted(c.name for c in lost),
+            f"Remove the packages that cannot stay beside torch {new_torch}: {', '.join(c.name for c in lost) or 'none'}",
+            "; ".join(c.describe() for c in lost),
+            "every installed package that excludes the new stack is put back at a release that admits it" if stack.changes else f"no installed package excludes torch {new_torch}",
         ),
-        install_step(facts, installer, release, cuda, packages, f"{why} (torch {release.torch} supports Python {release.python[0]}–{release.python[-1]})"),
-        *(keep_step(facts, name, release) for name in unreleased if name not in pinning),
+        install_step(facts, installer, stack, install_args(release, cuda, ()), f"{why} (torch {release.torch} supports Python {release.python[0]}–{release.python[-1]}){put_back_words(stack)}"),
+        *(keep_step(facts, name, release) for name in unreleased if normalize(name) not in {normalize(c.name) for c in stack.changes}),
         Step(StepKind.VERIFY, f"Check that torch imports as {new_torch}", "a fresh interpreter loads the new stack", argv=import_torch_argv(installer.python)),
     )
-    pins = [a for a in install_args(release, cuda, packages) if "==" in a]
     return Plan(
         action="pin-cuda",
         title=f"Pin torch to CUDA {cuda}: torch {new_torch} for Python {minor}",
@@ -283,12 +295,13 @@ def planned(facts: Mapping[str, Any], installer: Installer, request: Request) ->
         installer=installer.name,
         steps=steps,
         refusal=refusal,
-        notes=notes + same_variant_note(facts, release, cuda) + dependents_note(facts, other_families) + conda_cuda_note(facts),
+        notes=notes + stack.notes + same_variant_note(facts, release, cuda) + dependents_note(facts, other_families) + conda_cuda_note(facts),
         expect=Expectation(
-            installed=dict(p.split("==", 1) for p in pins),
-            absent=tuple(stray) + tuple(sorted(pinning)),
+            installed=stack.planned_versions,
+            absent=tuple(stray) + stack.lost,
             torch_version=new_torch,
             torch_imports=True,
             families=(family,) if family else (),
         ),
+        versions=stack.changes,
     )

@@ -101,6 +101,39 @@ class Expectation:
 
 
 @dataclass(frozen=True)
+class PackageChange:
+    """One installed package the plan moves: put back at `planned`, put back by `requirement` alone
+    (offline: the installer picks), or lost (`requirement` empty)."""
+
+    name: str
+    installed: str
+    planned: Optional[str]
+    requirement: str
+    why: str
+
+    @property
+    def lost(self) -> bool:
+        return not self.requirement
+
+    @property
+    def assumed(self) -> bool:
+        return bool(self.requirement) and self.planned is None
+
+    def describe(self) -> str:
+        if self.lost:
+            return f"{self.name} {self.installed} will be lost, because {self.why}"
+        after = self.planned or f"a release of `{self.requirement}` the installer picks (not looked up)"
+        return f"{self.name} {self.installed} → {after}: {self.why}"
+
+    def to_json(self) -> dict:
+        return {"name": self.name, "installed": self.installed, "planned": self.planned, "requirement": self.requirement, "why": self.why}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> "PackageChange":
+        return cls(data["name"], data["installed"], data.get("planned"), data.get("requirement", ""), data["why"])
+
+
+@dataclass(frozen=True)
 class Plan:
     """Numbered steps for one fix of one interpreter's environment.
 
@@ -119,6 +152,7 @@ class Plan:
     notes: Tuple[str, ...] = ()
     expect: Expectation = field(default_factory=Expectation)
     instead: Tuple[str, ...] = ()
+    versions: Tuple[PackageChange, ...] = ()
 
     @property
     def blocked(self) -> bool:
@@ -146,6 +180,7 @@ class Plan:
             "steps": [dict(step.to_json(), number=n) for n, step in enumerate(self.steps, 1)],
             "notes": list(self.notes),
             "instead": list(self.instead),
+            "versions": [v.to_json() for v in self.versions],
             "expect": self.expect.to_json(),
         }
 
@@ -162,4 +197,5 @@ class Plan:
             notes=tuple(data.get("notes", ())),
             expect=Expectation.from_json(data.get("expect", {})),
             instead=tuple(data.get("instead", ())),
+            versions=tuple(PackageChange.from_json(v) for v in data.get("versions", ())),
         )

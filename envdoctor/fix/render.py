@@ -31,6 +31,8 @@ def text(plan: Plan) -> str:
         lines.append(f"      {'why' if step.planned else 'skipped'}: {step.reason}")
         if step.argv:
             lines.append(f"      $ {step.command}")
+    if plan.versions:
+        lines += ["", "Packages the pin moves:"] + [f"  - {change.describe()}" for change in plan.versions]
     if plan.notes:
         lines += ["", "Notes:"] + [f"  - {note}" for note in plan.notes]
     return "\n".join(lines) + "\n"
@@ -49,6 +51,7 @@ def sh(plan: Plan) -> str:
         lines.append(f"# {number}. {step.summary} ({'why' if step.planned else 'skipped'}: {step.reason})")
         if step.planned and step.argv:
             lines.append(step.command)
+    lines += [f"# moves: {change.describe()}" for change in plan.versions]
     lines += [f"# note: {note}" for note in plan.notes]
     return "\n".join(lines) + "\n"
 

@@ -1,0 +1,145 @@
+"""Where a plan reads other releases of a package: their versions, Requires-Dist and Requires-Python.
+
+A package that excludes the pinned torch is put back at the newest release whose own metadata admits
+the new stack, so the plan needs the metadata of releases that are not installed. It comes from a
+folder of wheels (`fix --wheels DIR`, read from each wheel's METADATA), from PyPI's JSON API, or from
+nowhere (`--offline`, or PyPI unreachable): then `versions` answers None and the plan says what it
+assumed instead. Every lookup is bounded in time and in count.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import urllib.error
+import urllib.request
+import zipfile
+from dataclasses import dataclass
+from email.parser import HeaderParser
+from pathlib import Path
+from typing import Dict, List, Optional, Tuple
+
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.utils import canonicalize_name
+from packaging.version import InvalidVersion, Version
+
+PYPI = "https://pypi.org/pypi"
+TIMEOUT_S = 10.0
+MAX_METADATA_BYTES = 4 * 1024 * 1024
+WHEEL_NAME = re.compile(r"^(?P<name>[^-]+)-(?P<version>[^-]+)(-\d[^-]*)?-[^-]+-[^-]+-[^-]+\.whl$")
+
+
+@dataclass(frozen=True)
+class Release:
+    """One release of a package as its metadata states it."""
+
+    name: str
+    version: Version
+    requires: Tuple[str, ...]
+    requires_python: Optional[str] = None
+
+    def supports_python(self, python: Version) -> bool:
+        if not self.requires_python:
+            return True
+        try:
+            return SpecifierSet(self.requires_python).contains(python, prereleases=True)
+        except InvalidSpecifier:
+            return True
+
+
+class ReleaseIndex:
+    """No index: every question is answered None ("cannot tell"), so the plan assumes and says so."""
+
+    where = "no package index (offline)"
+
+    def versions(self, name: str) -> Optional[List[Version]]:
+        """The package's released versions, newest first; None when this index cannot tell."""
+        return None
+
+    def release(self, name: str, version: Version) -> Optional[Release]:
+        return None
+
+
+OFFLINE = ReleaseIndex()
+
+
+def parse_metadata(text: str, name: str, version: Version) -> Release:
+    message = HeaderParser().parsestr(text)
+    return Release(canonicalize_name(name), version, tuple(message.get_all("Requires-Dist") or ()), message.get("Requires-Python"))
+
+
+class WheelFolder(ReleaseIndex):
+    """The wheels in one folder (what `pip download` leaves), read from their METADATA."""
+
+    def __init__(self, folder: Path):
+        self.folder = Path(folder)
+        self.where = f"the wheels in {self.folder}"
+        self.wheels: Dict[str, Dict[Version, Path]] = {}
+        for path in sorted(self.folder.glob("*.whl")):
+            match = WHEEL_NAME.match(path.name)
+            try:
+                version = Version(match.group("version")) if match else None
+            except InvalidVersion:
+                version = None
+            if version is not None:
+                self.wheels.setdefault(canonicalize_name(match.group("name")), {})[version] = path
+
+    def versions(self, name: str) -> Optional[List[Version]]:
+        return sorted(self.wheels.get(canonicalize_name(name), {}), reverse=True)
+
+    def release(self, name: str, version: Version) -> Optional[Release]:
+        path = self.wheels.get(canonicalize_name(name), {}).get(version)
+        if path is None:
+            return None
+        try:
+            with zipfile.ZipFile(path) as wheel:
+                entry = next(n for n in wheel.namelist() if n.count("/") == 1 and n.endswith(".dist-info/METADATA"))
+                if wheel.getinfo(entry).file_size > MAX_METADATA_BYTES:
+                    return None
+                return parse_metadata(wheel.read(entry).decode("utf-8", "replace"), name, version)
+        except (OSError, zipfile.BadZipFile, StopIteration):
+            return None
+
+
+class PyPIJson(ReleaseIndex):
+    """PyPI's JSON API. Once a request fails for want of a network, it answers None from then on."""
+
+    def __init__(self, url: str = PYPI, timeout_s: float = TIMEOUT_S):
+        self.url, self.timeout_s, self.where = url.rstrip("/"), timeout_s, "PyPI"
+        self.reachable = True
+        self.cache: Dict[str, Optional[dict]] = {}
+
+    def get(self, path: str) -> Optional[dict]:
+        if not self.reachable:
+            return None
+        if path not in self.cache:
+            try:
+                with urllib.request.urlopen(f"{self.url}/{path}/json", timeout=self.timeout_s) as response:
+                    self.cache[path] = json.loads(response.read(MAX_METADATA_BYTES))
+            except urllib.error.HTTPError:
+                self.cache[path] = None
+            except (urllib.error.URLError, OSError, ValueError):
+                self.reachable = False
+                return None
+        return self.cache[path]
+
+    def versions(self, name: str) -> Optional[List[Version]]:
+        data = self.get(canonicalize_name(name))
+        if data is None:
+            return None if not self.reachable else []
+        found = []
+        for text, files in (data.get("releases") or {}).items():
+            try:
+                version = Version(text)
+            except InvalidVersion:
+                continue
+            if files and not all(f.get("yanked") for f in files) and not version.is_prerelease:
+                found.append(version)
+        return sorted(found, reverse=True)
+
+    def release(self, name: str, version: Version) -> Optional[Release]:
+        data = self.get(f"{canonicalize_name(name)}/{version}")
+        info = (data or {}).get("info") or {}
+        if not info:
+            return None
+        return Release(canonicalize_name(name), version, tuple(info.get("requires_dist") or ()), info.get("requires_python"))
