@@ -22,11 +22,11 @@ from envdoctor.fix.cuda_tied import tied_packages
 from envdoctor.fix.releases import OFFLINE, ReleaseIndex
 from envdoctor.fix.requires import families_installed, leaves, target
 from envdoctor.fix.resolve import major_range
-from envdoctor.fix.stack import Stack, resolve_stack
+from envdoctor.fix.stack import Stack, index_flags, resolve_stack
 from envdoctor.fix.verify import import_torch_argv
 from envdoctor.knowledge import version_tuple
 from envdoctor.facts.target import normalize
-from envdoctor.knowledge.torch_matrix import TorchRelease, index_url, install_args, releases, variant_tag
+from envdoctor.knowledge.torch_matrix import TorchRelease, index_url, releases, variant_tag
 from envdoctor.knowledge.wheels import torch_family
 
 
@@ -125,7 +125,7 @@ def plan_new_environment(
     skip = (*tied, *(n for names in families_installed(facts).values() for n in names))
     minor = python["minor"] if python else release.python[-1]
     stack = resolve_stack(facts, release, cuda, packages, Version(minor), index, skip=skip, new_environment=True)
-    flags = tuple(install_args(release, cuda, ()))
+    flags = index_flags(release, cuda, stack)
     others = carried(facts, stack, skip)
     steps = (
         create,

@@ -30,11 +30,11 @@ from envdoctor.fix.new_env import choose, plan_new_environment
 from envdoctor.fix.plan import Expectation, Plan, Step, StepKind, StepStatus
 from envdoctor.fix.releases import OFFLINE, ReleaseIndex
 from envdoctor.fix.requires import families_installed, families_needed, target
-from envdoctor.fix.stack import COMPANIONS, Stack, resolve_stack, satisfied
+from envdoctor.fix.stack import COMPANIONS, Stack, index_flags, resolve_stack, satisfied
 from envdoctor.fix.verify import import_torch_argv
 from envdoctor.knowledge.conda import CondaBuild, builds, builds_for
 from envdoctor.knowledge.conda import install_args as conda_install_args
-from envdoctor.knowledge.torch_matrix import TorchRelease, find, install_args, releases, variant_tag
+from envdoctor.knowledge.torch_matrix import TorchRelease, find, releases, variant_tag
 from envdoctor.knowledge.wheels import torch_family
 
 CUDA_VERSION = re.compile(r"^\d+\.\d+$")
@@ -284,7 +284,7 @@ def planned(facts: Mapping[str, Any], installer: Installer, request: Request, in
             "; ".join(c.describe() for c in lost),
             "every installed package that excludes the new stack is put back at a release that admits it" if stack.changes else f"no installed package excludes torch {new_torch}",
         ),
-        install_step(facts, installer, stack, install_args(release, cuda, ()), f"{why} (torch {release.torch} supports Python {release.python[0]}–{release.python[-1]}){put_back_words(stack)}"),
+        install_step(facts, installer, stack, index_flags(release, cuda, stack), f"{why} (torch {release.torch} supports Python {release.python[0]}–{release.python[-1]}){put_back_words(stack)}"),
         *(keep_step(facts, name, release) for name in unreleased if normalize(name) not in {normalize(c.name) for c in stack.changes}),
         Step(StepKind.VERIFY, f"Check that torch imports as {new_torch}", "a fresh interpreter loads the new stack", argv=import_torch_argv(installer.python)),
     )

@@ -153,6 +153,7 @@ class Plan:
     expect: Expectation = field(default_factory=Expectation)
     instead: Tuple[str, ...] = ()
     versions: Tuple[PackageChange, ...] = ()
+    resolved: Tuple[str, ...] = ()  # "name==version" for each distribution pip's dry run would install
 
     @property
     def blocked(self) -> bool:
@@ -181,6 +182,7 @@ class Plan:
             "notes": list(self.notes),
             "instead": list(self.instead),
             "versions": [v.to_json() for v in self.versions],
+            "resolved": list(self.resolved),
             "expect": self.expect.to_json(),
         }
 
@@ -198,4 +200,5 @@ class Plan:
             expect=Expectation.from_json(data.get("expect", {})),
             instead=tuple(data.get("instead", ())),
             versions=tuple(PackageChange.from_json(v) for v in data.get("versions", ())),
+            resolved=tuple(data.get("resolved", ())),
         )

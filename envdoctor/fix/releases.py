@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import re
 import urllib.error
+import urllib.parse
 import urllib.request
 import zipfile
 from dataclasses import dataclass
@@ -138,8 +139,21 @@ class PyPIJson(ReleaseIndex):
         return sorted(found, reverse=True)
 
     def release(self, name: str, version: Version) -> Optional[Release]:
-        data = self.get(f"{canonicalize_name(name)}/{version}")
-        info = (data or {}).get("info") or {}
-        if not info:
+        """From the release's own JSON page, else from a wheel's metadata file (PEP 658), which
+        mirrors of PyPI serve where they have no per-release pages."""
+        info = (self.get(f"{canonicalize_name(name)}/{version}") or {}).get("info") or {}
+        if info:
+            return Release(canonicalize_name(name), version, tuple(info.get("requires_dist") or ()), info.get("requires_python"))
+        wheels = [f for f in self.files(name, version) if str(f.get("filename", "")).endswith(".whl")]
+        if not wheels or not self.reachable:
             return None
-        return Release(canonicalize_name(name), version, tuple(info.get("requires_dist") or ()), info.get("requires_python"))
+        url = urllib.parse.urljoin(f"{self.url}/{canonicalize_name(name)}/json", str(wheels[0].get("url"))) + ".metadata"
+        try:
+            with urllib.request.urlopen(url, timeout=self.timeout_s) as response:
+                return parse_metadata(response.read(MAX_METADATA_BYTES).decode("utf-8", "replace"), name, version)
+        except (urllib.error.URLError, OSError, ValueError):
+            return None
+
+    def files(self, name: str, version: Version) -> List[dict]:
+        releases = (self.get(canonicalize_name(name)) or {}).get("releases") or {}
+        return next((files for text, files in releases.items() if text == str(version)), [])

@@ -33,6 +33,8 @@ def text(plan: Plan) -> str:
             lines.append(f"      $ {step.command}")
     if plan.versions:
         lines += ["", "Packages the pin moves:"] + [f"  - {change.describe()}" for change in plan.versions]
+    if plan.resolved:
+        lines += ["", "pip's dry run would install:", "  " + " ".join(plan.resolved)]
     if plan.notes:
         lines += ["", "Notes:"] + [f"  - {note}" for note in plan.notes]
     return "\n".join(lines) + "\n"

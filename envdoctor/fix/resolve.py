@@ -76,6 +76,15 @@ class Resolver:
                 return f"it requires {requirement.name}{requirement.specifier} and {self.fixed_why[name]}"
         return None
 
+    def on_assumed(self, requirements: Iterable[Requirement]) -> Optional[str]:
+        """Why these requirements depend on a package put back without a looked-up version, or None:
+        such a dependent cannot be looked up either."""
+        for requirement in requirements:
+            change = self.changes.get(normalize(requirement.name))
+            if change is not None and change.assumed and applies(requirement, self.environment):
+                return f"it requires {requirement.name}{requirement.specifier}, and {change.name} is put back by its major only"
+        return None
+
     def admits(self, release: Release) -> Optional[str]:
         """Why `release` does not fit, or None."""
         if not release.supports_python(self.python):
@@ -97,13 +106,14 @@ class Resolver:
             return
         versions = self.index.versions(name)
         if versions is None:
-            self.changes[name] = PackageChange(shown, str(installed), None, f"{shown}{major_range(installed)}", f"{because}; assumed: a release in its major admits the new stack ({self.index.where})")
+            self.assume(name, f"{because}; assumed: a release in its major admits the new stack ({self.index.where})")
             return
-        first_refusal = None
+        first_refusal, read = None, 0
         for version in self.candidates(name, versions)[:MAX_LOOKUPS]:
             release = self.index.release(name, version)
             if release is None:
                 continue
+            read += 1
             refusal = self.admits(release)
             if refusal is None:
                 moved = "" if version.major == installed.major else f"; no release of major {installed.major} fits, so the major changes"
@@ -114,8 +124,15 @@ class Resolver:
                         self.needs.setdefault(normalize(requirement.name), []).append((requirement.specifier, f"{shown} {version} requires {requirement.name}{requirement.specifier}"))
                 return
             first_refusal = first_refusal or f"{version}: {refusal}"
-        newest = f" (newest looked at, {first_refusal})" if first_refusal else ""
-        self.changes[name] = PackageChange(shown, str(installed), None, "", f"{because}, and no release in {self.index.where} fits the new stack{newest}")
+        if not read:
+            self.assume(name, f"{because}; assumed: a release in its major admits the new stack ({self.index.where} gave no metadata of its releases)")
+            return
+        self.changes[name] = PackageChange(shown, str(installed), None, "", f"{because}, and no release in {self.index.where} fits the new stack (newest looked at, {first_refusal})")
+
+    def assume(self, name: str, why: str) -> None:
+        """Put back by the installed major, the version left to the installer: nothing could be looked up."""
+        shown, installed = self.names.get(name, name), self.installed[name]
+        self.changes[name] = PackageChange(shown, str(installed), None, f"{shown}{major_range(installed)}", why)
 
     def conflicts(self, graph: Mapping[str, List[Requirement]], skip: Iterable[str]) -> Dict[str, str]:
         """Installed packages, not yet decided, that clash with the decisions."""
@@ -123,6 +140,10 @@ class Resolver:
         found = {}
         for name, requirements in sorted(graph.items()):
             if name in skipped or name not in self.installed:
+                continue
+            leaning = self.on_assumed(requirements)
+            if leaning is not None:
+                self.assume(name, f"{leaning}; assumed: a release in its major fits it")
                 continue
             why = self.clash(requirements)
             if why is None:

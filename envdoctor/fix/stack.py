@@ -19,7 +19,7 @@ from envdoctor.fix.requires import target
 from envdoctor.fix.plan import PackageChange
 from envdoctor.fix.resolve import resolve
 from envdoctor.knowledge.numpy2 import LAST_NUMPY_1, torch_needs_numpy_1
-from envdoctor.knowledge.torch_matrix import TorchRelease, variant_tag
+from envdoctor.knowledge.torch_matrix import TorchRelease, install_args, variant_tag
 
 NUMPY_1 = "numpy<2"
 COMPANIONS = ("torchvision", "torchaudio")
@@ -41,6 +41,14 @@ class Stack:
     def planned_versions(self) -> Dict[str, str]:
         """name -> the exact version the line asks for."""
         return dict(r.split("==", 1) for r in self.requirements if "==" in r)
+
+
+def index_flags(release: TorchRelease, cuda: str, stack: "Stack") -> Tuple[str, ...]:
+    """The index options of the line: PyTorch's index as the era installs it, but beside PyPI
+    (--extra-index-url) once the line holds more than the torch packages, which PyTorch's index lacks."""
+    flag, url = install_args(release, cuda, ())
+    torch_only = all(r.split("==", 1)[0] in ("torch", *COMPANIONS) for r in stack.requirements)
+    return (flag if torch_only else "--extra-index-url", url)
 
 
 def pins_of(release: TorchRelease, cuda: str, packages: Sequence[str]) -> Dict[str, Tuple[Version, str]]:
@@ -99,5 +107,5 @@ def resolve_stack(
     lines += [c.requirement for c in changes if c.requirement]
     assumed = [c.name for c in changes if c.assumed]
     if assumed:
-        notes += (f"offline: versions assumed, not looked up: {', '.join(assumed)} (each kept in its installed major; the installer picks)",)
+        notes += (f"versions assumed, not looked up: {', '.join(assumed)} (each kept in its installed major; the installer picks)",)
     return Stack(tuple(lines), changes, notes)
