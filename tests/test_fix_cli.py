@@ -28,7 +28,7 @@ def test_seed_plan_as_json(envdoctor):
     assert document["result"] is None
     assert plan["applicable"] and plan["refusal"] is None
     assert [(s["number"], s["kind"], s["status"]) for s in plan["steps"]] == [
-        (1, "uninstall", "planned"), (2, "uninstall", "skipped"), (3, "install", "planned"), (4, "verify", "planned"),
+        (1, "uninstall", "planned"), (2, "uninstall", "skipped"), (3, "install", "planned"), (4, "verify", "planned"), (5, "verify", "planned"),
     ]
     assert plan["steps"][2]["command"] == (
         "/envs/seed/bin/python -m pip install torch==1.13.1+cu116 torchvision==0.14.1+cu116 torchaudio==0.13.1+cu116 "

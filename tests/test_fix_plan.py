@@ -98,7 +98,7 @@ def pin_with(f: dict, cuda: str, index, **request) -> Plan:
 def test_seed_case_pins_1_13_1_cu116_and_removes_every_cu12_wheel():
     plan = pin(seed_facts(dist("torchvision", "0.18.1", "torch==2.3.1"), dist("torchaudio", "2.3.1", "torch==2.3.1")), "11.6")
     assert plan.applicable and not plan.alternative
-    remove, pinned, install, verify = plan.steps
+    remove, pinned, install, verify, ladder = plan.steps
     assert remove.argv == (PY, "-m", "pip", "uninstall", "-y", *sorted((*CU12_TORCH_231, "nvidia-nvjitlink-cu12")))
     assert pinned.status is StepStatus.SKIPPED
     assert install.argv == (
@@ -107,6 +107,8 @@ def test_seed_case_pins_1_13_1_cu116_and_removes_every_cu12_wheel():
         "--extra-index-url", "https://download.pytorch.org/whl/cu116",
     )
     assert verify.kind is StepKind.VERIFY and verify.argv[0] == PY
+    assert ladder.kind is StepKind.VERIFY and ladder.argv == ("envdoctor", "check", "--python", PY, "--only", "probe", "--no-save")
+    assert "sb3_contrib, MaskablePPO construct, learn, save/load" in ladder.summary and plan.expect.ladder
     assert plan.expect.installed == {"torch": "1.13.1+cu116", "torchvision": "0.14.1+cu116", "torchaudio": "0.13.1+cu116"}
     assert set(plan.expect.absent) == {*CU12_TORCH_231, "nvidia-nvjitlink-cu12"}
     assert plan.expect.families == ("cu11",)
@@ -218,7 +220,7 @@ def test_python_3_11_pin_11_6_is_refused_in_place_with_a_venv_from_a_found_pytho
     plan = pin(f, "11.6")
     assert plan.alternative and not plan.applicable and not plan.blocked
     assert "Python 3.11" in plan.refusal and "3.7–3.10" in plan.refusal
-    create, install, rest, verify = plan.steps
+    create, install, rest, verify, ladder = plan.steps
     assert create.kind is StepKind.CREATE_ENV
     assert create.argv == ("/opt/pyenv/versions/3.10.13/bin/python3.10", "-m", "venv", "/envs/seed-cu116")
     assert install.argv == (
@@ -228,6 +230,7 @@ def test_python_3_11_pin_11_6_is_refused_in_place_with_a_venv_from_a_found_pytho
     assert rest.argv[4:] == ("torch==1.13.1+cu116", "numpy<2", "stable-baselines3>=2,<3", "--extra-index-url", "https://download.pytorch.org/whl/cu116")
     assert "filelock" not in rest.argv
     assert verify.argv[0] == "/envs/seed-cu116/bin/python"
+    assert ladder.argv == ("envdoctor", "check", "--python", "/envs/seed-cu116/bin/python", "--only", "probe", "--no-save")
 
 
 def test_a_new_environment_carries_the_users_majors_and_neither_the_doctors_packages_nor_other_cuda_families(tmp_path):

@@ -23,7 +23,7 @@ from envdoctor.fix.releases import OFFLINE, ReleaseIndex
 from envdoctor.fix.requires import families_installed, leaves, target
 from envdoctor.fix.resolve import major_range
 from envdoctor.fix.stack import Stack, index_flags, resolve_stack
-from envdoctor.fix.verify import import_torch_argv
+from envdoctor.fix.verify import import_torch_argv, ladder_argv
 from envdoctor.knowledge import version_tuple
 from envdoctor.facts.target import normalize
 from envdoctor.knowledge.torch_matrix import TorchRelease, index_url, releases, variant_tag
@@ -114,6 +114,7 @@ def plan_new_environment(
     index: ReleaseIndex = OFFLINE,
 ) -> Plan:
     """A plan that builds a separate environment for `release`, from `python` (None: with conda)."""
+    new_python = None
     if python:
         create, installer, new_python = venv_route(facts, release, cuda, python)
         verify_argv = import_torch_argv(new_python)
@@ -138,6 +139,7 @@ def plan_new_environment(
             installer + stack.requirements + others + ("--extra-index-url", index_url(cuda)) if others else (),
         ),
         Step(StepKind.VERIFY, "Check that torch imports in the new environment", "a fresh interpreter loads the new stack", argv=verify_argv),
+        *((Step(StepKind.VERIFY, "Run the probe ladder in the new environment, through MaskablePPO construct, learn and save/load", "the RL stack works there, not only torch", argv=ladder_argv(new_python)),) if new_python else ()),
     )
     not_carried = tuple(f"not carried, tied to another CUDA family: {t.describe(family or 'cpu')}" for t in tied.values())
     return Plan(

@@ -31,7 +31,7 @@ from envdoctor.fix.plan import Expectation, Plan, Step, StepKind, StepStatus
 from envdoctor.fix.releases import OFFLINE, ReleaseIndex
 from envdoctor.fix.requires import families_installed, families_needed, target
 from envdoctor.fix.stack import COMPANIONS, Stack, index_flags, resolve_stack, satisfied
-from envdoctor.fix.verify import import_torch_argv
+from envdoctor.fix.verify import import_torch_argv, ladder_argv
 from envdoctor.knowledge.conda import CondaBuild, builds, builds_for
 from envdoctor.knowledge.conda import install_args as conda_install_args
 from envdoctor.knowledge.torch_matrix import TorchRelease, find, releases, variant_tag
@@ -287,6 +287,11 @@ def planned(facts: Mapping[str, Any], installer: Installer, request: Request, in
         install_step(facts, installer, stack, index_flags(release, cuda, stack), f"{why} (torch {release.torch} supports Python {release.python[0]}–{release.python[-1]}){put_back_words(stack)}"),
         *(keep_step(facts, name, release) for name in unreleased if normalize(name) not in {normalize(c.name) for c in stack.changes}),
         Step(StepKind.VERIFY, f"Check that torch imports as {new_torch}", "a fresh interpreter loads the new stack", argv=import_torch_argv(installer.python)),
+        Step(
+            StepKind.VERIFY, "Run the probe ladder: numpy, torch, CUDA, gymnasium, stable_baselines3, sb3_contrib, MaskablePPO construct, learn, save/load",
+            "every stage that passed before the fix must pass after it; --apply runs it before and after, and rolls back if one does not",
+            argv=ladder_argv(installer.python),
+        ),
     )
     return Plan(
         action="pin-cuda",
@@ -302,6 +307,7 @@ def planned(facts: Mapping[str, Any], installer: Installer, request: Request, in
             torch_version=new_torch,
             torch_imports=True,
             families=(family,) if family else (),
+            ladder=True,
         ),
         versions=stack.changes,
     )

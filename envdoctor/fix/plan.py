@@ -79,6 +79,7 @@ class Expectation:
     torch_version: Optional[str] = None
     torch_imports: bool = False
     families: Optional[Tuple[str, ...]] = None  # CUDA wheel families allowed afterwards; None: not checked
+    ladder: bool = False  # run the probe ladder before and after: no stage that passed may fail
 
     def to_json(self) -> dict:
         return {
@@ -87,6 +88,7 @@ class Expectation:
             "families": None if self.families is None else list(self.families),
             "torch_version": self.torch_version,
             "torch_imports": self.torch_imports,
+            "ladder": self.ladder,
         }
 
     @classmethod
@@ -97,6 +99,7 @@ class Expectation:
             families=None if data.get("families") is None else tuple(data["families"]),
             torch_version=data.get("torch_version"),
             torch_imports=bool(data.get("torch_imports")),
+            ladder=bool(data.get("ladder")),
         )
 
 

@@ -8,4 +8,6 @@ set -e
 /envs/seed/bin/python -m pip install torch==1.13.1+cu116 torchvision==0.14.1+cu116 torchaudio==0.13.1+cu116 --extra-index-url https://download.pytorch.org/whl/cu116
 # 4. Check that torch imports as 1.13.1+cu116 (why: a fresh interpreter loads the new stack)
 /envs/seed/bin/python -c 'import json, torch; print(json.dumps({"version": torch.__version__, "cuda": torch.version.cuda}))'
+# 5. Run the probe ladder: numpy, torch, CUDA, gymnasium, stable_baselines3, sb3_contrib, MaskablePPO construct, learn, save/load (why: every stage that passed before the fix must pass after it; --apply runs it before and after, and rolls back if one does not)
+envdoctor check --python /envs/seed/bin/python --only probe --no-save
 # note: driver unknown (no NVIDIA driver (no /proc/driver/nvidia)): CUDA 11.6 wheels need driver ≥ 450.80.02; not checked
