@@ -16,6 +16,7 @@ import tempfile
 from dataclasses import replace
 from typing import Optional, Sequence, Tuple
 
+from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from envdoctor.fix.plan import Plan, StepKind
@@ -91,7 +92,7 @@ def resolved(plan: Plan, pip_version: Optional[str]) -> Plan:
         return assumed(plan, f"pip's dry run {result.describe()}: {last}")
     try:
         items = json.loads(text).get("install", [])
-        lines = tuple(sorted(f"{i['metadata']['name']}=={i['metadata']['version']}" for i in items))
+        lines = tuple(sorted(f"{canonicalize_name(i['metadata']['name'])}=={i['metadata']['version']}" for i in items))
     except (ValueError, KeyError, TypeError, AttributeError):
         return assumed(plan, "pip's report did not read")
     return replace(plan, resolved=lines, notes=plan.notes + (f"pip's dry run resolved the install line: {len(lines)} distributions to install, listed under `resolved`",))
