@@ -313,6 +313,16 @@ def test_pin_13_0_keeps_cu13_wheels_and_removes_cu12_and_cu11():
     assert install_step(plan).argv[4:] == ("torch==2.14.1+cu130", "torchvision==0.29.1+cu130", "--index-url", "https://download.pytorch.org/whl/cu130")
 
 
+def test_a_build_for_another_cuda_family_is_swapped_for_its_counterpart_in_place(tmp_path):
+    f = seed_facts(dist("cupy-cuda12x", "13.3.0", "numpy<2.3,>=1.22"), dist("jax-cuda12-plugin", "0.4.35"))
+    plan = pin_with(f, "11.6", index_of(tmp_path, ("cupy-cuda11x", "13.3.0", "numpy<2.3,>=1.22")))
+    remove = plan.steps[0]
+    assert remove.argv[-2:] == ("cupy-cuda12x", "jax-cuda12-plugin") and remove.summary.endswith("and the packages built for them: cupy-cuda12x, jax-cuda12-plugin")
+    assert "cupy-cuda12x 13.3.0 (cu12): for cu11 install cupy-cuda11x" in remove.reason and "jax-cuda12-plugin 0.4.35 (cu12): no cu11 counterpart" in remove.reason
+    assert install_step(plan).argv[4:6] == ("torch==1.13.1+cu116", "cupy-cuda11x>=13,<14")
+    assert {"cupy-cuda12x", "jax-cuda12-plugin"} <= set(plan.expect.absent)
+
+
 def test_torchaudio_without_a_release_goes_when_it_pins_the_old_torch_and_stays_otherwise():
     pinning = pin(seed_facts(dist("torchaudio", "2.3.1", "torch==2.3.1"), python=(3, 12, 4)), "13.0")
     assert "torchaudio" in pinning.steps[1].argv

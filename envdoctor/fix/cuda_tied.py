@@ -29,6 +29,12 @@ class Tied:
     family: str
     counterpart: Optional[str]
     checked: bool
+    by_name: bool  # a build for one family by its name (cupy-cuda12x), not a package that needs such wheels
+
+    def requirement(self) -> Optional[str]:
+        """The counterpart held to the installed major: "cupy-cuda11x>=13,<14"."""
+        major = self.version.split(".", 1)[0]
+        return f"{self.counterpart}>={major},<{int(major) + 1}" if self.counterpart and major.isdigit() else self.counterpart
 
     def describe(self, new_family: str) -> str:
         if self.counterpart is None:
@@ -68,5 +74,5 @@ def tied_packages(facts: Mapping[str, Any], new_family: Optional[str], index: Re
         family = named_family(name) or by_requirement.get(name)
         if family and family != new_family:
             other, checked = counterpart(str(dist.get("name") or name), new_family, index)
-            found[name] = Tied(str(dist.get("name") or name), str(dist.get("version")), family, other, checked)
+            found[name] = Tied(str(dist.get("name") or name), str(dist.get("version")), family, other, checked, named_family(name) is not None)
     return found

@@ -24,6 +24,7 @@ from envdoctor.errors import UsageError
 from envdoctor.facts import view_of
 from envdoctor.facts.conda import CondaView, shown
 from envdoctor.facts.target import normalize
+from envdoctor.fix.cuda_tied import tied_packages
 from envdoctor.fix.hardware import alternatives, hardware_verdict, known_variants, newest_that_runs
 from envdoctor.fix.installer import Installer
 from envdoctor.fix.new_env import choose, plan_new_environment
@@ -268,14 +269,18 @@ def planned(facts: Mapping[str, Any], installer: Installer, request: Request, in
     stray = sorted(n for f in other_families for n in present_families[f])
     packages, unreleased = packages_for(facts, release, request)
     new_torch = f"{release.torch}+{tag}"
-    stack = resolve_stack(facts, release, cuda, packages, python_of(facts), index, skip=stray)
+    tied = [t for t in tied_packages(facts, family, index).values() if t.by_name]
+    builds = sorted(t.name for t in tied)
+    counterparts = [t.requirement() for t in tied if t.counterpart]
+    stack = resolve_stack(facts, release, cuda, packages, python_of(facts), index, skip=(*stray, *builds), extra=counterparts)
     lost = [c for c in stack.changes if c.lost]
     why = f"asked with --torch {request.torch}" if named else f"the newest torch with a {tag} build for Python {minor}"
     steps = (
         uninstall_step(
-            installer, stray,
-            f"Remove the NVIDIA wheels of other CUDA families ({', '.join(other_families) or 'none'})",
-            f"torch {new_torch} uses {family} libraries; {', '.join(other_families)} wheels beside them get mixed into one process",
+            installer, [*stray, *builds],
+            f"Remove the NVIDIA wheels of other CUDA families ({', '.join(other_families) or 'none'})" + (f" and the packages built for them: {', '.join(builds)}" if builds else ""),
+            f"torch {new_torch} uses {family} libraries; {', '.join(sorted({*other_families, *(t.family for t in tied)}))} wheels beside them get mixed into one process"
+            + "".join(f"; {t.describe(family or 'cpu')}" for t in tied),
             f"no NVIDIA wheels of a family other than {family} are installed",
         ),
         uninstall_step(
@@ -303,7 +308,7 @@ def planned(facts: Mapping[str, Any], installer: Installer, request: Request, in
         notes=notes + stack.notes + same_variant_note(facts, release, cuda) + dependents_note(facts, other_families) + conda_cuda_note(facts),
         expect=Expectation(
             installed=stack.planned_versions,
-            absent=tuple(stray) + stack.lost,
+            absent=tuple(stray) + tuple(builds) + stack.lost,
             torch_version=new_torch,
             torch_imports=True,
             families=(family,) if family else (),

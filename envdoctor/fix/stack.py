@@ -95,16 +95,17 @@ def resolve_stack(
     index: ReleaseIndex,
     skip: Iterable[str] = (),
     new_environment: bool = False,
+    extra: Sequence[str] = (),
 ) -> Stack:
-    """The pins of `packages`, NumPy's constraint, and every installed package they move; a companion
-    the release has no version of (torchaudio after 2.11) cannot be put back."""
+    """The pins of `packages`, NumPy's constraint, and every installed package they move, then `extra`
+    requirements; a companion the release has no version of (torchaudio after 2.11) cannot be put back."""
     pins = pins_of(release, cuda, packages)
     unreleased = {n: f"no {n} was released for torch {release.torch}" for n in COMPANIONS if not release.companion(n)}
     constraints, numpy, notes = numpy_constraint(facts, release, new_environment)
     decided = dict(pins, **({"numpy": numpy} if numpy else {}))
     changes = resolve(facts, decided, python, index, skip, unreleased)
     lines = [f"{name}=={version}" for name, (version, _) in pins.items()] + list(constraints)
-    lines += [c.requirement for c in changes if c.requirement]
+    lines += [c.requirement for c in changes if c.requirement] + list(extra)
     assumed = [c.name for c in changes if c.assumed]
     if assumed:
         notes += (f"versions assumed, not looked up: {', '.join(assumed)} (each kept in its installed major; the installer picks)",)
