@@ -498,3 +498,15 @@ def test_threads_exports_the_usable_cpus():
 def test_plan_json_round_trip():
     plan = pin(seed_facts(dist("torchvision", "0.18.1", "torch==2.3.1")), "11.6")
     assert Plan.from_json(plan.to_json()) == plan
+    moved = pin(seed_facts(dist("my-extension", "1.0", "torch==2.3.1")), "11.6")
+    refused = pin(on_gpu(V100, "570.86.15"), "12.8", torch="2.11")
+    assert moved.versions and refused.instead
+    assert Plan.from_json(moved.to_json()) == moved and Plan.from_json(refused.to_json()) == refused
+
+
+def test_release_metadata_reaches_a_plan_only_in_parsed_form(tmp_path):
+    write_wheel(tmp_path / "wheels", "rl-zoo", "2.0", ["torch>=1.11"], ">=3.99")
+    write_wheel(tmp_path / "wheels", "rl-zoo", "1.0", ["torch>=1.11"], ">=3.7\x1b[31m")  # unreadable: no bound, as pip reads it
+    plan = pin_with(seed_facts(dist("rl-zoo", "3.1", "torch>=2.3")), "11.6", WheelFolder(tmp_path / "wheels"))
+    assert [c.planned for c in plan.versions] == ["1.0"]  # 2.0 needs Python 3.99
+    assert "\x1b" not in text(plan) + sh(plan) + str(plan.to_json())

@@ -30,9 +30,18 @@ MAX_METADATA_BYTES = 4 * 1024 * 1024
 WHEEL_NAME = re.compile(r"^(?P<name>[^-]+)-(?P<version>[^-]+)(-\d[^-]*)?-[^-]+-[^-]+-[^-]+\.whl$")
 
 
+def python_range(text: Optional[str]) -> Optional[str]:
+    """A Requires-Python as packaging writes it back (None when absent or unreadable): metadata is
+    outside text, and only its parsed form reaches a plan."""
+    try:
+        return str(SpecifierSet(text)) if text else None
+    except InvalidSpecifier:
+        return None
+
+
 @dataclass(frozen=True)
 class Release:
-    """One release of a package as its metadata states it."""
+    """One release of a package as its metadata states it; `requires_python` already parsed."""
 
     name: str
     version: Version
@@ -40,12 +49,7 @@ class Release:
     requires_python: Optional[str] = None
 
     def supports_python(self, python: Version) -> bool:
-        if not self.requires_python:
-            return True
-        try:
-            return SpecifierSet(self.requires_python).contains(python, prereleases=True)
-        except InvalidSpecifier:
-            return True
+        return not self.requires_python or SpecifierSet(self.requires_python).contains(python, prereleases=True)
 
 
 class ReleaseIndex:
@@ -66,7 +70,7 @@ OFFLINE = ReleaseIndex()
 
 def parse_metadata(text: str, name: str, version: Version) -> Release:
     message = HeaderParser().parsestr(text)
-    return Release(canonicalize_name(name), version, tuple(message.get_all("Requires-Dist") or ()), message.get("Requires-Python"))
+    return Release(canonicalize_name(name), version, tuple(message.get_all("Requires-Dist") or ()), python_range(message.get("Requires-Python")))
 
 
 class WheelFolder(ReleaseIndex):
@@ -143,7 +147,7 @@ class PyPIJson(ReleaseIndex):
         mirrors of PyPI serve where they have no per-release pages."""
         info = (self.get(f"{canonicalize_name(name)}/{version}") or {}).get("info") or {}
         if info:
-            return Release(canonicalize_name(name), version, tuple(info.get("requires_dist") or ()), info.get("requires_python"))
+            return Release(canonicalize_name(name), version, tuple(r for r in info.get("requires_dist") or () if isinstance(r, str)), python_range(info.get("requires_python")))
         wheels = [f for f in self.files(name, version) if str(f.get("filename", "")).endswith(".whl")]
         if not wheels or not self.reachable:
             return None
