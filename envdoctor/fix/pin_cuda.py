@@ -1,10 +1,14 @@
 """`fix --pin-cuda X.Y`: one consistent torch + CUDA stack in the target environment.
 
-The newest torch release with a cuXY build for the target's Python is chosen from the knowledge matrix
-(or the one named), with the torchvision/torchaudio of the same minor, exact `+cuXY` versions and the
-index form of that era. NVIDIA wheels of other CUDA families go, and so does anything that pins a
-torch the new one does not satisfy. The plan is refused when the driver is known to be too old or the
-GPU has no kernels in that build; when no build fits the Python, a new environment is planned instead.
+The newest torch release with a cuXY build for the target's Python whose build has kernels for every
+GPU here (fix/hardware.py) is chosen from the knowledge matrix (or the one named), with the
+torchvision/torchaudio of the same minor, exact `+cuXY` versions and the index form of that era. The
+whole resulting set of versions is decided before the plan is shown (fix/stack.py, fix/resolve.py):
+every package the pin breaks is put back at a release whose metadata admits it, or said lost with the
+reason; NVIDIA wheels and builds of other CUDA families go, the latter replaced by their counterpart.
+The plan is refused, with no step left that would build the refused stack and with the pins that do
+run here, when the driver is known to be too old or a GPU has no kernels in that build; when no build
+fits the Python, a new environment is planned instead (fix/new_env.py).
 
 Where conda installed torch (a `pytorch` record owns the torch that loads), the plan is conda's own
 command from knowledge/conda_torch.csv (`pytorch==1.13.1 pytorch-cuda=11.6 -c pytorch -c nvidia`, or
