@@ -14,6 +14,7 @@ import os
 import signal
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -133,9 +134,20 @@ def test_mixed_wheels_apply_verifies_and_rollback_restores_the_freeze(mixed, env
     assert freeze(mixed) == frozen
 
 
-def test_failing_pin_rolls_back_to_the_exact_freeze(mixed, envdoctor, offline, tmp_path):
+def test_a_pin_pip_cannot_install_is_refused_by_its_dry_run_before_anything_changes(mixed, envdoctor, offline, tmp_path):
     frozen = freeze(mixed)
     run = envdoctor("fix", "--pin-cuda", "13.0", "--python", str(mixed), "--apply", "--yes", "--format", "json", env=offline)
+    assert run.returncode == 1, run
+    document = run.json()
+    assert document["plan"]["refusal"].startswith("pip finds no set of versions for the plan's install line")
+    assert document["plan"]["steps"] == [] and document["result"]["outcome"] == "refused"
+    assert freeze(mixed) == frozen and not (tmp_path / "reports").exists()
+
+
+def test_failing_pin_rolls_back_to_the_exact_freeze(mixed, envdoctor, offline, tmp_path):
+    frozen = freeze(mixed)
+    # --offline: no dry run, so the install step itself fails and the rollback is what is watched
+    run = envdoctor("fix", "--pin-cuda", "13.0", "--offline", "--python", str(mixed), "--apply", "--yes", "--format", "json", env=offline)
     assert run.returncode == 1, run
     document = run.json()
     steps = document["plan"]["steps"]
@@ -145,6 +157,8 @@ def test_failing_pin_rolls_back_to_the_exact_freeze(mixed, envdoctor, offline, t
     assert result["outcome"] == "rolled-back", result
     assert [r["ok"] for r in result["runs"]] == [True, False]
     assert result["rollback"]["outcome"] == "restored"
+    assert [s["id"] for s in result["ladders"]["before"]][:3] == ["interpreter", "import_numpy", "import_torch"]
+    assert "after" not in result["ladders"]
     assert freeze(mixed) == frozen
     assert "Successfully uninstalled nvidia-cuda-runtime-cu11" in run.stderr
 
@@ -168,6 +182,48 @@ def test_apply_api_rolls_back_a_failing_step_of_a_planned_fix(mixed, offline, tm
     assert any("No matching distribution found for nvidia-cuda-runtime-cu11==0.0.1" in line for line in lines)
     assert freeze(mixed) == frozen
     assert records.load(result.record).outcome["outcome"] == "rolled-back"
+
+
+def ladder_plan(facts: dict, installer: Installer):
+    """The mixed-wheels plan, asking for the ladder before and after like a pin-cuda plan does."""
+    plan = plan_mixed_wheels(facts, installer)
+    return replace(plan, expect=replace(plan.expect, ladder=True))
+
+
+def test_apply_runs_the_ladder_before_and_after_and_records_both(mixed, offline, tmp_path, monkeypatch):
+    for name, value in offline.items():
+        monkeypatch.setenv(name, value)
+    facts = gather(str(mixed), ("target",))
+    installer = Installer("pip", str(mixed))
+    result = applying.apply(ladder_plan(facts, installer), installer, facts["target"]["distributions"], tmp_path, applying.always, lambda line: None)
+    assert result.outcome is applying.Outcome.APPLIED, result
+    for when in ("before", "after"):
+        stages = {s["id"]: s["status"] for s in result.ladders[when]}
+        assert stages["import_torch"] == "passed" and stages["cpu_ops"] == "passed" and stages["import_sb3"] == "skipped"
+    assert records.load(result.record).outcome["ladders"]["after"] == [dict(s) for s in result.ladders["after"]]
+
+
+def test_a_stage_that_passed_before_and_fails_after_rolls_the_fix_back(mixed, offline, tmp_path, monkeypatch):
+    for name, value in offline.items():
+        monkeypatch.setenv(name, value)
+    frozen = freeze(mixed)
+    facts = gather(str(mixed), ("target",))
+    installer = Installer("pip", str(mixed))
+    seen = []
+
+    def ladder(python: str) -> tuple:
+        """The stack as it was, then sb3_contrib gone: what an unresolved pin used to leave."""
+        seen.append(python)
+        status = "passed" if len(seen) == 1 else "skipped"
+        return ({"id": "import_torch", "title": "import torch", "status": "passed", "reason": None},
+                {"id": "import_sb3_contrib", "title": "import sb3_contrib", "status": status, "reason": None if status == "passed" else "sb3_contrib is not installed"})
+
+    result = applying.apply(ladder_plan(facts, installer), installer, facts["target"]["distributions"], tmp_path, applying.always, lambda line: None, ladder)
+    assert result.outcome is applying.Outcome.ROLLED_BACK, result
+    assert result.message.startswith("the probe ladder got worse: import sb3_contrib passed before the fix and is skipped after it (sb3_contrib is not installed)")
+    assert seen == [str(mixed), str(mixed)] and freeze(mixed) == frozen
+    saved = records.load(result.record).outcome
+    assert saved["outcome"] == "rolled-back" and saved["ladders"]["before"][1]["status"] == "passed"
 
 
 def uv_freeze(python: Path) -> str:

@@ -28,7 +28,7 @@ def test_seed_plan_as_json(envdoctor):
     assert document["result"] is None
     assert plan["applicable"] and plan["refusal"] is None
     assert [(s["number"], s["kind"], s["status"]) for s in plan["steps"]] == [
-        (1, "uninstall", "planned"), (2, "uninstall", "skipped"), (3, "install", "planned"), (4, "verify", "planned"),
+        (1, "uninstall", "planned"), (2, "uninstall", "skipped"), (3, "install", "planned"), (4, "verify", "planned"), (5, "verify", "planned"),
     ]
     assert plan["steps"][2]["command"] == (
         "/envs/seed/bin/python -m pip install torch==1.13.1+cu116 torchvision==0.14.1+cu116 torchaudio==0.13.1+cu116 "
@@ -74,7 +74,9 @@ def test_threads_script_sets_the_usable_cpus_in_a_live_shell(envdoctor, tmp_path
     (("--threads", "--mixed-wheels"), "choose one of"),
     (("--pin-cuda", "9.9", "--from", str(SEED)), "--pin-cuda 9.9: torch has wheels for CUDA 10.2, 11.3, 11.6"),
     (("--pin-cuda", "12.1", "--torch", "2.3.0", "--from", str(SEED)), "ask for 2.3.1"),
-    (("--mixed-wheels", "--torch", "2.3"), "--torch, --with and --force go with --pin-cuda"),
+    (("--mixed-wheels", "--torch", "2.3"), "--torch, --with, --force, --wheels and --offline go with --pin-cuda"),
+    (("--threads", "--offline"), "--torch, --with, --force, --wheels and --offline go with --pin-cuda"),
+    (("--pin-cuda", "11.6", "--wheels", "/nonexistent/wheels", "--from", str(SEED)), "--wheels /nonexistent/wheels: not a folder"),
     (("--pin-cuda", "11.6", "--from", str(SEED), "--apply"), "cannot apply a plan made for a recorded report"),
     (("--threads", "--apply"), "--threads changes no files"),
     (("--rollback", "/nonexistent/record"), "cannot read the record /nonexistent/record"),

@@ -207,6 +207,8 @@ def hostile_values() -> Iterator:
         "installer-conda": (("installer", "name"), "conda", 'installer/name must be "pip" or "uv"'),
         "installer-extra-key": (("installer", "argv"), ["/bin/sh", "-c", "touch PWNED"], "installer has keys a record does not have"),
         "freeze-as-string": (("freeze",), "pip==24.0\nsetuptools==69.0", "freeze must be array, not string"),
+        "moved-package-without-why": (("plan", "versions"), [{"name": "stable-baselines3", "installed": "2.7.0"}], "plan/versions/0/why is missing"),
+        "moved-package-as-text": (("plan", "versions"), ["stable-baselines3==2.3.2"], "plan/versions/0 must be object, not string"),
     }
     for name, (path, value, message) in cases.items():
         yield pytest.param(changed(path, value), message, id=name)

@@ -15,6 +15,9 @@ from envdoctor.fix.installer import Installer
 from envdoctor.fix.mixed_wheels import plan_mixed_wheels
 from envdoctor.fix.pin_cuda import Request, plan_pin_cuda
 from envdoctor.fix.plan import Plan, StepKind, StepStatus
+from envdoctor.fix.releases import WheelFolder
+from envdoctor.fix.render import sh, text
+from local_wheels import write_wheel
 from envdoctor.fix.threads import plan_threads
 
 PY = "/envs/seed/bin/python"
@@ -85,13 +88,17 @@ def pin(f: dict, cuda: str, **request) -> Plan:
     return plan_pin_cuda(f, PIP, Request(cuda, **request))
 
 
+def pin_with(f: dict, cuda: str, index, **request) -> Plan:
+    return plan_pin_cuda(f, PIP, Request(cuda, **request), index)
+
+
 # --- the seed: Python 3.8, torch 2.3.1+cu121 with cu12 wheels, pin 11.6 ---------------------------
 
 
 def test_seed_case_pins_1_13_1_cu116_and_removes_every_cu12_wheel():
     plan = pin(seed_facts(dist("torchvision", "0.18.1", "torch==2.3.1"), dist("torchaudio", "2.3.1", "torch==2.3.1")), "11.6")
     assert plan.applicable and not plan.alternative
-    remove, pinned, install, verify = plan.steps
+    remove, pinned, install, verify, ladder = plan.steps
     assert remove.argv == (PY, "-m", "pip", "uninstall", "-y", *sorted((*CU12_TORCH_231, "nvidia-nvjitlink-cu12")))
     assert pinned.status is StepStatus.SKIPPED
     assert install.argv == (
@@ -100,6 +107,8 @@ def test_seed_case_pins_1_13_1_cu116_and_removes_every_cu12_wheel():
         "--extra-index-url", "https://download.pytorch.org/whl/cu116",
     )
     assert verify.kind is StepKind.VERIFY and verify.argv[0] == PY
+    assert ladder.kind is StepKind.VERIFY and ladder.argv == ("envdoctor", "check", "--python", PY, "--only", "probe", "--no-save")
+    assert "sb3_contrib, MaskablePPO construct, learn, save/load" in ladder.summary and plan.expect.ladder
     assert plan.expect.installed == {"torch": "1.13.1+cu116", "torchvision": "0.14.1+cu116", "torchaudio": "0.13.1+cu116"}
     assert set(plan.expect.absent) == {*CU12_TORCH_231, "nvidia-nvjitlink-cu12"}
     assert plan.expect.families == ("cu11",)
@@ -116,12 +125,72 @@ def test_companion_is_added_when_asked():
     assert "torchvision==0.14.1+cu116" in install_step(plan).argv
 
 
-def test_packages_that_pin_the_old_torch_are_removed_and_others_kept():
+def test_offline_a_package_that_pins_the_old_torch_is_put_back_in_its_major_and_the_plan_says_it_assumed():
     plan = pin(seed_facts(dist("my-extension", "1.0", "torch==2.3.1"), dist("stable-baselines3", "2.0.0", "torch>=1.11")), "11.6")
-    pinned = plan.steps[1]
-    assert pinned.planned and pinned.argv[-1:] == ("my-extension",)
-    assert "my-extension (torch==2.3.1)" in pinned.summary
+    assert plan.steps[1].status is StepStatus.SKIPPED
+    assert install_step(plan).argv[4:6] == ("torch==1.13.1+cu116", "my-extension>=1,<2")
+    assert [(v.name, v.planned, v.requirement) for v in plan.versions] == [("my-extension", None, "my-extension>=1,<2")]
+    assert "versions assumed, not looked up: my-extension" in " ".join(plan.notes)
     assert "stable-baselines3" not in " ".join(a for s in plan.steps for a in s.argv)
+
+
+# --- a plan resolved against the packages' own metadata (a folder of wheels) -----------------------
+
+
+def index_of(tmp_path, *wheels) -> WheelFolder:
+    for name, version, *requires in wheels:
+        write_wheel(tmp_path / "wheels", name, version, requires)
+    return WheelFolder(tmp_path / "wheels")
+
+
+SB3_WHEELS = (
+    ("stable-baselines3", "2.7.0", "torch<3.0,>=2.3", "gymnasium<1.3.0,>=0.29.1"),
+    ("stable-baselines3", "2.3.2", "torch>=1.13", "gymnasium<0.30,>=0.28.1"),
+    ("sb3-contrib", "2.7.0", "stable_baselines3<3.0,>=2.7.0"),
+    ("sb3-contrib", "2.3.0", "stable_baselines3>=2.3.0"),
+    ("my-extension", "1.0", "torch==2.3.1"),
+)
+
+
+def sb3_stack(*extra: dict, python=(3, 8, 18)) -> dict:
+    return seed_facts(
+        dist("stable-baselines3", "2.7.0", "torch<3.0,>=2.3", "gymnasium<1.3.0,>=0.29.1"),
+        dist("sb3-contrib", "2.7.0", "stable_baselines3<3.0,>=2.7.0"),
+        dist("gymnasium", "0.29.1", "numpy>=1.21"),
+        *extra,
+        python=python,
+    )
+
+
+def test_every_package_the_pin_breaks_is_put_back_at_the_newest_release_that_admits_it(tmp_path):
+    plan = pin_with(sb3_stack(dist("my-extension", "1.0", "torch==2.3.1")), "11.6", index_of(tmp_path, *SB3_WHEELS))
+    changes = {v.name: v for v in plan.versions}
+    assert (changes["stable-baselines3"].installed, changes["stable-baselines3"].planned) == ("2.7.0", "2.3.2")
+    assert "it requires torch<3.0,>=2.3 and the plan pins torch 1.13.1+cu116" in changes["stable-baselines3"].why
+    assert changes["sb3-contrib"].planned == "2.3.0" and "stable_baselines3<3.0,>=2.7.0" in changes["sb3-contrib"].why
+    assert changes["my-extension"].lost and "no release in the wheels in" in changes["my-extension"].why
+    assert set(changes) == {"stable-baselines3", "sb3-contrib", "my-extension"}
+    remove_lost, install = plan.steps[1], install_step(plan)
+    assert remove_lost.argv[-1:] == ("my-extension",) and "my-extension 1.0 will be lost, because" in remove_lost.reason
+    assert install.argv[4:7] == ("torch==1.13.1+cu116", "sb3-contrib==2.3.0", "stable-baselines3==2.3.2")
+    assert plan.expect.installed == {"torch": "1.13.1+cu116", "sb3-contrib": "2.3.0", "stable-baselines3": "2.3.2"}
+    assert "my-extension" in plan.expect.absent and "stable-baselines3" not in plan.expect.absent
+    assert "sb3-contrib 2.7.0 → 2.3.0" in text(plan)
+
+
+def test_a_put_back_keeps_the_major_unless_no_release_of_it_admits_the_pin(tmp_path):
+    index = index_of(tmp_path, ("rl-zoo", "3.1", "torch>=2.3"), ("rl-zoo", "3.0", "torch>=2.2"), ("rl-zoo", "2.9", "torch>=1.11"))
+    change, = pin_with(seed_facts(dist("rl-zoo", "3.1", "torch>=2.3")), "11.6", index).versions
+    assert change.planned == "2.9" and "no release of major 3 fits, so the major changes" in change.why
+
+
+def test_torch_before_2_3_holds_numpy_below_2_and_moves_what_requires_numpy_2(tmp_path):
+    index = index_of(tmp_path, ("opencv-python", "4.12.0.88", 'numpy<2.3.0,>=2; python_version >= "3.9"'), ("opencv-python", "4.11.0.86", "numpy>=1.21.2"))
+    f = seed_facts(dist("numpy", "2.1.0"), dist("opencv-python", "4.12.0.88", 'numpy<2.3.0,>=2; python_version >= "3.9"'), python=(3, 10, 13))
+    plan = pin_with(f, "11.6", index)
+    assert install_step(plan).argv[4:7] == ("torch==1.13.1+cu116", "numpy<2", "opencv-python==4.11.0.86")
+    assert any(n.startswith("numpy<2: torch 1.13.1 was built against NumPy 1.x") for n in plan.notes)
+    assert "numpy<2" not in install_step(pin_with(f, "12.1", index)).argv
 
 
 def test_extra_only_torch_requirements_do_not_count_as_pins():
@@ -151,16 +220,35 @@ def test_python_3_11_pin_11_6_is_refused_in_place_with_a_venv_from_a_found_pytho
     plan = pin(f, "11.6")
     assert plan.alternative and not plan.applicable and not plan.blocked
     assert "Python 3.11" in plan.refusal and "3.7–3.10" in plan.refusal
-    create, install, rest, verify = plan.steps
+    create, install, rest, verify, ladder = plan.steps
     assert create.kind is StepKind.CREATE_ENV
     assert create.argv == ("/opt/pyenv/versions/3.10.13/bin/python3.10", "-m", "venv", "/envs/seed-cu116")
     assert install.argv == (
         "/envs/seed-cu116/bin/python", "-m", "pip", "install",
-        "torch==1.13.1+cu116", "--extra-index-url", "https://download.pytorch.org/whl/cu116",
+        "torch==1.13.1+cu116", "numpy<2", "--extra-index-url", "https://download.pytorch.org/whl/cu116",
     )
-    assert rest.argv[-4:] == ("torch==1.13.1+cu116", "stable-baselines3", "--extra-index-url", "https://download.pytorch.org/whl/cu116")[-4:]
-    assert "numpy" not in rest.argv and "filelock" not in rest.argv
+    assert rest.argv[4:] == ("torch==1.13.1+cu116", "numpy<2", "stable-baselines3>=2,<3", "--extra-index-url", "https://download.pytorch.org/whl/cu116")
+    assert "filelock" not in rest.argv
     assert verify.argv[0] == "/envs/seed-cu116/bin/python"
+    assert ladder.argv == ("envdoctor", "check", "--python", "/envs/seed-cu116/bin/python", "--only", "probe", "--no-save")
+
+
+def test_a_new_environment_carries_the_users_majors_and_neither_the_doctors_packages_nor_other_cuda_families(tmp_path):
+    f = seed_facts(
+        dist("envdoctor", "0.1.0", "click>=8", "rich>=13"), dist("click", "8.1.7"), dist("rich", "13.7.1"),
+        dist("pandas", "2.2.3", "numpy>=1.22.4"), dist("shapely", "1.8.5"), dist("opencv-python", "4.10.0.84", "numpy>=1.21.2"),
+        dist("cupy-cuda12x", "13.3.0", "numpy<2.3,>=1.22"), dist("jax-cuda12-plugin", "0.4.35"),
+        python=(3, 11, 9),
+    )
+    f["pythons"]["interpreters"] = [{"minor": "3.10", "path": "/usr/bin/python3.10"}]
+    plan = pin_with(f, "11.6", index_of(tmp_path, ("cupy-cuda11x", "13.3.0", "numpy<2.3,>=1.22")))
+    rest = plan.steps[2].argv
+    assert rest[4:] == (
+        "torch==1.13.1+cu116", "numpy<2", "opencv-python>=4,<5", "pandas>=2,<3", "shapely>=1,<2",
+        "--extra-index-url", "https://download.pytorch.org/whl/cu116",
+    )
+    assert "not carried, tied to another CUDA family: cupy-cuda12x 13.3.0 (cu12): for cu11 install cupy-cuda11x" in plan.notes
+    assert "not carried, tied to another CUDA family: jax-cuda12-plugin 0.4.35 (cu12): no cu11 counterpart" in plan.notes
 
 
 def test_without_a_fitting_interpreter_the_new_environment_is_conda():
@@ -225,9 +313,20 @@ def test_pin_13_0_keeps_cu13_wheels_and_removes_cu12_and_cu11():
     assert install_step(plan).argv[4:] == ("torch==2.14.1+cu130", "torchvision==0.29.1+cu130", "--index-url", "https://download.pytorch.org/whl/cu130")
 
 
+def test_a_build_for_another_cuda_family_is_swapped_for_its_counterpart_in_place(tmp_path):
+    f = seed_facts(dist("cupy-cuda12x", "13.3.0", "numpy<2.3,>=1.22"), dist("jax-cuda12-plugin", "0.4.35"))
+    plan = pin_with(f, "11.6", index_of(tmp_path, ("cupy-cuda11x", "13.3.0", "numpy<2.3,>=1.22")))
+    remove = plan.steps[0]
+    assert remove.argv[-2:] == ("cupy-cuda12x", "jax-cuda12-plugin") and remove.summary.endswith("and the packages built for them: cupy-cuda12x, jax-cuda12-plugin")
+    assert "cupy-cuda12x 13.3.0 (cu12): for cu11 install cupy-cuda11x" in remove.reason and "jax-cuda12-plugin 0.4.35 (cu12): no cu11 counterpart" in remove.reason
+    assert install_step(plan).argv[4:6] == ("torch==1.13.1+cu116", "cupy-cuda11x>=13,<14")
+    assert {"cupy-cuda12x", "jax-cuda12-plugin"} <= set(plan.expect.absent)
+
+
 def test_torchaudio_without_a_release_goes_when_it_pins_the_old_torch_and_stays_otherwise():
     pinning = pin(seed_facts(dist("torchaudio", "2.3.1", "torch==2.3.1"), python=(3, 12, 4)), "13.0")
     assert "torchaudio" in pinning.steps[1].argv
+    assert "no torchaudio was released for torch 2.14.1" in pinning.versions[0].why and pinning.versions[0].lost
     loose = pin(seed_facts(dist("torchaudio", "2.11.0"), python=(3, 12, 4)), "13.0")
     keep = [s for s in loose.steps if s.summary.startswith("Keep torchaudio")]
     assert keep and keep[0].status is StepStatus.SKIPPED and "no torchaudio was released for torch 2.14.1" in keep[0].reason
@@ -301,6 +400,44 @@ def test_hardware_refusals_block_the_new_environment_too():
     assert old_driver.blocked and old_driver.refusal.startswith("driver 450.51.05 is too old for CUDA 11.8: it needs driver ≥ 450.80.02")
 
 
+V100 = {"index": 0, "name": "Tesla V100-SXM2-16GB", "compute_capability": "7.0"}
+H200 = {"index": 0, "name": "NVIDIA H200", "compute_capability": "9.0"}
+
+
+def on_gpu(gpu: dict, driver: str, python=(3, 11, 9)) -> dict:
+    return facts(python, [dist("torch", "2.11.0")], torch_version="2.11.0+cu130", torch_cuda="13.0", driver=driver, gpus=[gpu])
+
+
+def test_the_release_is_the_newest_whose_build_has_kernels_for_the_gpu():
+    # cu128 kept sm_70 through torch 2.10 and dropped it in 2.11 (domain notes §4)
+    plan = pin(on_gpu(V100, "570.86.15"), "12.8")
+    assert plan.applicable and plan.expect.torch_version == "2.10.0+cu128"
+    assert install_step(plan).argv[4] == "torch==2.10.0+cu128"
+
+
+def test_a_refused_pin_keeps_no_step_and_names_the_pins_that_run_here():
+    plan = pin(on_gpu(H200, "580.65.06"), "11.6")
+    assert plan.blocked and plan.steps == () and not plan.changes
+    assert plan.instead == (
+        "envdoctor fix --pin-cuda 11.8  (torch 2.7.1+cu118)",
+        "envdoctor fix --pin-cuda 12.1  (torch 2.5.1+cu121)",
+        "envdoctor fix --pin-cuda 12.4  (torch 2.6.0+cu124)",
+    )
+    shown = text(plan)
+    assert "pip install" not in shown and "-m venv" not in shown and "What runs on this machine instead:" in shown
+    assert not any(line.startswith("/") for line in sh(plan).splitlines())
+
+
+def test_a_named_release_without_kernels_points_to_the_newest_that_has_them():
+    plan = pin(on_gpu(V100, "570.86.15"), "12.8", torch="2.11")
+    assert plan.blocked and plan.instead[0] == "envdoctor fix --pin-cuda 12.8 --torch 2.10.0  (torch 2.10.0+cu128)"
+
+
+def test_alternatives_are_limited_by_the_driver():
+    plan = pin(on_gpu(V100, "470.57.02", python=(3, 10, 13)), "12.8")
+    assert plan.blocked and plan.instead and all("--pin-cuda 11." in line for line in plan.instead)
+
+
 def test_a_build_for_the_same_cuda_says_how_to_keep_its_version():
     f = facts((3, 12, 4), [dist("torch", "2.11.0", "cuda-toolkit[cublas]==13.0.2"), dist("cuda-toolkit", "13.0.2")], torch_cuda="13.0", torch_version="2.11.0+cu130")
     plan = pin(f, "13.0")
@@ -361,3 +498,15 @@ def test_threads_exports_the_usable_cpus():
 def test_plan_json_round_trip():
     plan = pin(seed_facts(dist("torchvision", "0.18.1", "torch==2.3.1")), "11.6")
     assert Plan.from_json(plan.to_json()) == plan
+    moved = pin(seed_facts(dist("my-extension", "1.0", "torch==2.3.1")), "11.6")
+    refused = pin(on_gpu(V100, "570.86.15"), "12.8", torch="2.11")
+    assert moved.versions and refused.instead
+    assert Plan.from_json(moved.to_json()) == moved and Plan.from_json(refused.to_json()) == refused
+
+
+def test_release_metadata_reaches_a_plan_only_in_parsed_form(tmp_path):
+    write_wheel(tmp_path / "wheels", "rl-zoo", "2.0", ["torch>=1.11"], ">=3.99")
+    write_wheel(tmp_path / "wheels", "rl-zoo", "1.0", ["torch>=1.11"], ">=3.7\x1b[31m")  # unreadable: no bound, as pip reads it
+    plan = pin_with(seed_facts(dist("rl-zoo", "3.1", "torch>=2.3")), "11.6", WheelFolder(tmp_path / "wheels"))
+    assert [c.planned for c in plan.versions] == ["1.0"]  # 2.0 needs Python 3.99
+    assert "\x1b" not in text(plan) + sh(plan) + str(plan.to_json())

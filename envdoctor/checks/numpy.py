@@ -22,14 +22,12 @@ from envdoctor.checks.wheels import requirements
 from envdoctor.facts import view_of
 from envdoctor.facts.target import TargetView, normalize, parse_version
 from envdoctor.knowledge import minor_of, numpy2, torch_matrix
-from envdoctor.knowledge.numpy2 import NumpyTwoRelease
+from envdoctor.knowledge.numpy2 import FIRST_TORCH_FOR_NUMPY_2, LAST_NUMPY_1, NumpyTwoRelease
 from envdoctor.model import Finding, Remedy, Severity
 
 # Only a requirement with an upper bound or an exact pin can shut NumPy 2 out; the rest is not parsed.
 NUMPY_REQUIREMENT = re.compile(r"^\s*numpy\b[^;]*(<|==|~=)", re.I)
 NUMPY_2 = Version("2")
-LAST_NUMPY_1 = "1.26.4"
-FIRST_TORCH_FOR_NUMPY_2 = Version("2.3")
 
 
 def metadata_needs_numpy_1(facts: Mapping[str, Any], numpy: Version) -> Dict[str, List[str]]:

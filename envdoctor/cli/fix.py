@@ -25,8 +25,10 @@ from envdoctor.fix import installer as installers
 from envdoctor.fix import record as records
 from envdoctor.fix.facts import gather
 from envdoctor.fix.mixed_wheels import plan_mixed_wheels
+from envdoctor.fix import dry_run
 from envdoctor.fix.pin_cuda import COMPANIONS, Request, plan_pin_cuda
 from envdoctor.fix.plan import Plan
+from envdoctor.fix.releases import OFFLINE, PyPIJson, ReleaseIndex, WheelFolder
 from envdoctor.fix.render import PlanRenderer
 from envdoctor.fix.threads import plan_threads
 
@@ -49,13 +51,25 @@ def read_facts(action: str, python: Optional[str], from_report: Optional[str]) -
     return gather(target, SECTIONS[action]), target
 
 
-def make_plan(action, facts, python, installer_name, request) -> tuple:
-    """(plan, installer) for the action; threads need no installer."""
+def release_index(wheels: Optional[str], offline: bool) -> ReleaseIndex:
+    if wheels is not None:
+        if not Path(wheels).is_dir():
+            raise UsageError(f"--wheels {wheels}: not a folder")
+        return WheelFolder(Path(wheels))
+    return OFFLINE if offline else PyPIJson()
+
+
+def make_plan(action, facts, python, installer_name, request, index: ReleaseIndex, live: bool) -> tuple:
+    """(plan, installer) for the action; threads need no installer. A live pin-cuda plan (this
+    machine's environment, not offline) is also resolved by pip's dry run."""
     if action == "threads":
         return plan_threads(facts, python), None
     installer = installers.choose(facts.get("target", {}), python, installer_name)
     if action == "pin-cuda":
-        return plan_pin_cuda(facts, installer, request), installer
+        plan = plan_pin_cuda(facts, installer, request, index)
+        if live and installer.name == "pip":
+            plan = dry_run.resolved(plan, facts.get("target", {}).get("installers", {}).get("pip"))
+        return plan, installer
     return plan_mixed_wheels(facts, installer), installer
 
 
@@ -132,14 +146,16 @@ def run_rollback(record_path: str, python: Optional[str], installer_name: Option
 @click.option("--apply", "do_apply", is_flag=True, help="Carry the plan out (after recording the environment), verify it, roll back on failure.")
 @click.option("--yes", is_flag=True, help="Do not ask before --apply or --rollback changes anything.")
 @click.option("--force", is_flag=True, help="Plan even when the driver or the GPU cannot run the asked CUDA.")
+@click.option("--wheels", metavar="DIR", help="With --pin-cuda: read other releases' metadata from the wheels in DIR instead of PyPI.")
+@click.option("--offline", is_flag=True, help="With --pin-cuda: look nothing up and run no dry run; the plan says which versions it assumed.")
 @click.option("--format", "fmt", type=click.Choice(["text", "json", "sh"]), default="text", show_default=True, help="How to print the plan.")
 @click.option("--json", "json_out", metavar="PATH|-", help="Also write the plan and its result as JSON.")
 @click.option("--report-dir", type=click.Path(file_okay=False, path_type=Path), default=DEFAULT_REPORT_DIR, show_default=True, help="Where --apply records the environment.")
-def fix(pin_cuda, torch_version, with_packages, mixed_wheels, threads, rollback, python, installer_name, from_report, do_apply, yes, force, fmt, json_out, report_dir) -> int:
+def fix(pin_cuda, torch_version, with_packages, mixed_wheels, threads, rollback, python, installer_name, from_report, do_apply, yes, force, wheels, offline, fmt, json_out, report_dir) -> int:
     """Plan a repair as numbered steps; with --apply, carry it out, verify it, and undo it on failure."""
     action = chosen_action(pin_cuda, mixed_wheels, threads, rollback)
-    if (torch_version or with_packages or force) and action != "pin-cuda":
-        raise UsageError("--torch, --with and --force go with --pin-cuda")
+    if (torch_version or with_packages or force or wheels or offline) and action != "pin-cuda":
+        raise UsageError("--torch, --with, --force, --wheels and --offline go with --pin-cuda")
     if action == "rollback":
         return run_rollback(rollback, python, installer_name, yes, fmt, json_out)
     if do_apply and from_report:
@@ -147,7 +163,8 @@ def fix(pin_cuda, torch_version, with_packages, mixed_wheels, threads, rollback,
     if do_apply and action == "threads":
         raise UsageError("--threads changes no files; apply it with: eval \"$(envdoctor fix --threads --format sh)\"")
     facts, target = read_facts(action, python, from_report)
-    plan, installer = make_plan(action, facts, target, installer_name, Request(pin_cuda or "", torch_version, tuple(with_packages), force))
+    request = Request(pin_cuda or "", torch_version, tuple(with_packages), force)
+    plan, installer = make_plan(action, facts, target, installer_name, request, release_index(wheels, offline), live=not (from_report or offline))
     if fmt == "text" and json_out != STDOUT:
         click.echo(PlanRenderer(plan).terminal(), nl=False)
     if not do_apply:

@@ -1,7 +1,8 @@
 """`fix --apply` and `fix --rollback`: carry out a plan, or restore an environment to its record.
 
-`apply` asks, records the environment (fix/record.py), runs the changing steps, verifies the result in a
-fresh process and, when any of it fails, rolls back to the record; `restore` runs the steps back to a record
+`apply` asks, records the environment (fix/record.py), runs the probe ladder where the plan asks for it,
+runs the changing steps, verifies the result in a fresh process (and the ladder again: a stage that
+passed before must pass after) and, when any of it fails, rolls back to the record; `restore` runs the steps back to a record
 and checks that the installer's freeze matches it again. `confirm(plan) -> bool` decides whether anything
 happens: the CLI passes its prompt, or `always` for `--yes`; a declined plan changes nothing (Outcome.DRY_RUN).
 """
@@ -18,10 +19,12 @@ from envdoctor.fix import record as records
 from envdoctor.fix.installer import Installer, freeze, run_step
 from envdoctor.fix.plan import Plan
 from envdoctor.fix.rollback import by_key, restore_plan
-from envdoctor.fix.verify import Verification, verify
+from envdoctor.fix import verify as verifying
+from envdoctor.fix.verify import Verification, regressions, verify
 
 Confirm = Callable[[Plan], bool]
 OnLine = Callable[[str], None]
+Ladder = Callable[[str], Tuple[dict, ...]]
 
 
 class Outcome(enum.Enum):
@@ -62,6 +65,7 @@ class ApplyResult:
     runs: Tuple[StepRun, ...] = ()
     verification: Optional[Verification] = None
     rollback: Optional["ApplyResult"] = None
+    ladders: Optional[Mapping[str, Tuple[dict, ...]]] = None  # "before" and "after": each stage's id, title, status, reason
 
     def to_json(self) -> dict:
         return {
@@ -71,6 +75,7 @@ class ApplyResult:
             "runs": [r.to_json() for r in self.runs],
             "verification": self.verification.to_json() if self.verification else None,
             "rollback": self.rollback.to_json() if self.rollback else None,
+            "ladders": {when: list(stages) for when, stages in self.ladders.items()} if self.ladders is not None else None,
         }
 
 
@@ -105,8 +110,11 @@ def apply(
     report_dir: Path,
     confirm: Confirm,
     on_line: OnLine,
+    ladder: Ladder = verifying.ladder,
 ) -> ApplyResult:
-    """Carry out `plan` if it may be and `confirm` agrees; roll back to the record on any failure."""
+    """Carry out `plan` if it may be and `confirm` agrees; roll back to the record on any failure.
+    `ladder` runs the probe ladder in an interpreter's environment (a parameter, so its cost can be
+    left out where the ladder is not the subject)."""
     if plan.refusal is not None:
         return ApplyResult(Outcome.REFUSED, plan.refusal)
     if not plan.changes:
@@ -115,6 +123,10 @@ def apply(
         return ApplyResult(Outcome.DRY_RUN, "nothing was changed")
     record = records.take(installer, distributions, plan, report_dir)
     on_line(f"Recorded the environment in {record.folder}")
+    ladders = None
+    if plan.expect.ladder:
+        on_line("==> Running the probe ladder before the fix")
+        ladders = {"before": ladder(plan.python)}
     runs, failure = run_steps(plan, on_line)
     verification = None
     if failure is None:
@@ -122,13 +134,19 @@ def apply(
         verification = verify(plan.python, plan.expect)
         if not verification.ok:
             failure = "verification failed: " + "; ".join(verification.problems)
+    if failure is None and ladders is not None:
+        on_line("==> Running the probe ladder after the fix")
+        ladders["after"] = ladder(plan.python)
+        worse = regressions(ladders["before"], ladders["after"])
+        if worse:
+            failure = "the probe ladder got worse: " + "; ".join(worse)
     if failure is None:
-        result = ApplyResult(Outcome.APPLIED, "applied and verified", record.folder, runs, verification)
+        result = ApplyResult(Outcome.APPLIED, "applied and verified", record.folder, runs, verification, ladders=ladders)
     else:
         on_line(f"==> {failure}; rolling back to {record.folder}")
         undone = restore_or_explain(record, on_line)
         outcome = Outcome.ROLLED_BACK if undone.outcome in (Outcome.RESTORED, Outcome.NOTHING_TO_DO) else Outcome.ROLLBACK_FAILED
-        result = ApplyResult(outcome, f"{failure}; {undone.message}", record.folder, runs, verification, undone)
+        result = ApplyResult(outcome, f"{failure}; {undone.message}", record.folder, runs, verification, undone, ladders)
     records.finish(record, result.to_json())
     return result
 

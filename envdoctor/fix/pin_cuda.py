@@ -1,10 +1,14 @@
 """`fix --pin-cuda X.Y`: one consistent torch + CUDA stack in the target environment.
 
-The newest torch release with a cuXY build for the target's Python is chosen from the knowledge matrix
-(or the one named), with the torchvision/torchaudio of the same minor, exact `+cuXY` versions and the
-index form of that era. NVIDIA wheels of other CUDA families go, and so does anything that pins a
-torch the new one does not satisfy. The plan is refused when the driver is known to be too old or the
-GPU has no kernels in that build; when no build fits the Python, a new environment is planned instead.
+The newest torch release with a cuXY build for the target's Python whose build has kernels for every
+GPU here (fix/hardware.py) is chosen from the knowledge matrix (or the one named), with the
+torchvision/torchaudio of the same minor, exact `+cuXY` versions and the index form of that era. The
+whole resulting set of versions is decided before the plan is shown (fix/stack.py, fix/resolve.py):
+every package the pin breaks is put back at a release whose metadata admits it, or said lost with the
+reason; NVIDIA wheels and builds of other CUDA families go, the latter replaced by their counterpart.
+The plan is refused, with no step left that would build the refused stack and with the pins that do
+run here, when the driver is known to be too old or a GPU has no kernels in that build; when no build
+fits the Python, a new environment is planned instead (fix/new_env.py).
 
 Where conda installed torch (a `pytorch` record owns the torch that loads), the plan is conda's own
 command from knowledge/conda_torch.csv (`pytorch==1.13.1 pytorch-cuda=11.6 -c pytorch -c nvidia`, or
@@ -18,25 +22,29 @@ import re
 from dataclasses import dataclass, replace
 from typing import Any, List, Mapping, Optional, Sequence, Tuple
 
+from packaging.version import Version
+
 from envdoctor.errors import UsageError
-from envdoctor.facts import Unrecorded, read, view_of
+from envdoctor.facts import view_of
 from envdoctor.facts.conda import CondaView, shown
-from envdoctor.facts.gpu import GpuView
 from envdoctor.facts.target import normalize
+from envdoctor.fix.cuda_tied import tied_packages
+from envdoctor.fix.hardware import alternatives, hardware_verdict, known_variants, newest_that_runs
 from envdoctor.fix.installer import Installer
 from envdoctor.fix.new_env import choose, plan_new_environment
 from envdoctor.fix.plan import Expectation, Plan, Step, StepKind, StepStatus
-from envdoctor.fix.requires import families_installed, families_needed, pinning_other_torch, target
-from envdoctor.fix.verify import import_torch_argv
-from envdoctor.knowledge import arches, drivers
+from envdoctor.fix.releases import OFFLINE, ReleaseIndex
+from envdoctor.fix.requires import families_installed, families_needed, target
+from envdoctor.fix.stack import COMPANIONS, Stack, index_flags, resolve_stack, satisfied
+from envdoctor.fix.verify import import_torch_argv, ladder_argv
 from envdoctor.knowledge.conda import CondaBuild, builds, builds_for
 from envdoctor.knowledge.conda import install_args as conda_install_args
-from envdoctor.knowledge.torch_matrix import TorchRelease, find, install_args, releases, variant_tag
+from envdoctor.knowledge.torch_matrix import TorchRelease, find, releases, variant_tag
 from envdoctor.knowledge.wheels import torch_family
 
 CUDA_VERSION = re.compile(r"^\d+\.\d+$")
 UNKNOWN_MINOR = "0.0"  # how a plan names the Python of a report that does not record it
-COMPANIONS = ("torchvision", "torchaudio")
+
 
 
 @dataclass(frozen=True)
@@ -52,10 +60,6 @@ class Request:
 def conda_of(facts: Mapping[str, Any]) -> CondaView:
     """The conda view the planners read (an empty one where the facts have none)."""
     return view_of(facts, CondaView)
-
-
-def known_variants() -> List[str]:
-    return sorted({c for r in releases() for c in r.cuda}, key=lambda c: tuple(int(p) for p in c.split(".")))
 
 
 def validate(request: Request) -> Optional[TorchRelease]:
@@ -77,56 +81,12 @@ def validate(request: Request) -> Optional[TorchRelease]:
     return release
 
 
-def driver_verdict(facts: Mapping[str, Any], cuda: str) -> Tuple[Optional[str], Optional[str]]:
-    """(refusal, note) about whether the installed driver runs CUDA `cuda`."""
-    gpu = read(facts, GpuView)
-    driver = None if isinstance(gpu, Unrecorded) else gpu.driver_version
-    host_os = target(facts).host_os
-    least = drivers.minimum_driver(cuda, host_os)
-    if not driver:
-        why = (gpu.failure if isinstance(gpu, Unrecorded) else gpu.reason) or "no driver facts"
-        return None, f"driver unknown ({why}): CUDA {cuda} wheels need driver ≥ {least or 'unknown'}; not checked"
-    if drivers.driver_satisfies(driver, cuda, host_os):
-        return None, f"driver {driver} runs CUDA {cuda} (needs ≥ {least})"
-    runnable = [v for v in known_variants() if drivers.driver_satisfies(driver, v, host_os)]
-    older = f" (--pin-cuda {runnable[-1]} runs on it)" if runnable else ""
-    return f"driver {driver} is too old for CUDA {cuda}: it needs driver ≥ {least}; update the driver or pin an older CUDA{older}", None
-
-
-def builds_with(capability: str, release: TorchRelease) -> str:
-    """Where kernels for `capability` are: other builds of this torch, else builds of other releases."""
-    same = arches.variants_supporting(capability, release.torch)
-    if same:
-        return f"torch {release.torch} builds that have them: {', '.join(same)}"
-    anywhere = arches.variants_supporting(capability)
-    return f"no torch {release.torch} build has them; builds of other releases that do: {', '.join(anywhere) or 'none'}"
-
-
-def arch_verdict(facts: Mapping[str, Any], release: TorchRelease, cuda: str) -> Tuple[Optional[str], Tuple[str, ...]]:
-    """(refusal, notes) about whether every GPU has kernels in the chosen build."""
-    tag, notes = variant_tag(cuda), []
-    if arches.arch_list(tag, release.torch) is None:
-        return None, (f"no architecture list known for torch {release.torch}+{tag}; GPU support not checked",)
-    for gpu in view_of(facts, GpuView).recorded_gpus:
-        capability = gpu.get("compute_capability")
-        if not capability:
-            continue
-        support = arches.support(capability, tag, release.torch)
-        if support is None:
-            return f"{gpu.get('name')} (compute capability {capability}) has no kernels in torch {release.torch}+{tag}; {builds_with(capability, release)}", ()
-        if support == arches.PTX:
-            row = drivers.requirement(cuda)
-            toolkit = row.toolkit(target(facts).host_os) if row else "unknown"
-            notes.append(f"{gpu.get('name')} (compute capability {capability}) runs torch {release.torch}+{tag} only through PTX JIT, which needs driver ≥ {toolkit}")
-    return None, tuple(notes)
-
-
 def choose_release(facts: Mapping[str, Any], request: Request, named: Optional[TorchRelease]) -> Optional[TorchRelease]:
-    """The newest release with a cuXY build for the target's Python (or the named one if it fits)."""
+    """The newest release with a cuXY build for the target's Python that has kernels for every GPU
+    here (or the named one if it fits the Python); None when no build fits the Python."""
     minor = target(facts).python_minor or UNKNOWN_MINOR
     candidates = [named] if named else [r for r in releases() if request.cuda in r.cuda]
-    fitting = [r for r in candidates if minor in r.python]
-    return fitting[-1] if fitting else None
+    return newest_that_runs(facts, [r for r in candidates if minor in r.python], request.cuda)
 
 
 def packages_for(facts: Mapping[str, Any], release: TorchRelease, request: Request) -> Tuple[List[str], List[str]]:
@@ -147,13 +107,22 @@ def uninstall_step(installer: Installer, names: Sequence[str], summary: str, rea
     return Step(StepKind.UNINSTALL, summary, reason, argv=installer.uninstall(names))
 
 
-def install_step(facts: Mapping[str, Any], installer: Installer, release: TorchRelease, cuda: str, packages: Sequence[str], why: str) -> Step:
-    args = install_args(release, cuda, packages)
-    pins = [a for a in args if "==" in a]
-    present = target(facts).distributions
-    if all(present.get(pin.split("==")[0], {}).get("version") == pin.split("==")[1] for pin in pins):
-        return Step(StepKind.INSTALL, f"Install {' '.join(pins)}", "already installed at exactly these versions", StepStatus.SKIPPED)
-    return Step(StepKind.INSTALL, f"Install {' '.join(pins)}", why, argv=installer.install(args))
+def install_step(facts: Mapping[str, Any], installer: Installer, stack: Stack, flags: Sequence[str], why: str) -> Step:
+    """One installer run for the whole stack, so the installer decides every version together."""
+    summary = f"Install {' '.join(stack.requirements)}"
+    if satisfied(facts, stack.requirements):
+        return Step(StepKind.INSTALL, summary, "already installed at exactly these versions", StepStatus.SKIPPED)
+    return Step(StepKind.INSTALL, summary, why, argv=installer.install((*stack.requirements, *flags)))
+
+
+def put_back_words(stack: Stack) -> str:
+    kept = [c for c in stack.changes if not c.lost]
+    return f"; with it, {', '.join(c.requirement for c in kept)} put back (see the versions below)" if kept else ""
+
+
+def python_of(facts: Mapping[str, Any]) -> Version:
+    """The target's Python as a version; a report without one plans for the oldest Python any torch has."""
+    return Version(target(facts).python_version or "3.0")
 
 
 def dependents_note(facts: Mapping[str, Any], removed_families: Sequence[str]) -> Tuple[str, ...]:
@@ -166,21 +135,6 @@ def dependents_note(facts: Mapping[str, Any], removed_families: Sequence[str]) -
     )
 
 
-def forced(refusal: Optional[str], notes: Tuple[str, ...], force: bool) -> Tuple[Optional[str], Tuple[str, ...]]:
-    """--force turns a refusal into a note that says what was overridden."""
-    if refusal and force:
-        return None, notes + (f"--force: planned although {refusal}",)
-    return refusal, notes
-
-
-def hardware_verdict(facts: Mapping[str, Any], release: TorchRelease, request: Request) -> Tuple[Optional[str], Tuple[str, ...]]:
-    """(refusal, notes) from the driver and the GPUs for `release` built with the asked CUDA."""
-    driver_refusal, driver_note = driver_verdict(facts, request.cuda)
-    refusal, notes = forced(driver_refusal, tuple(n for n in (driver_note,) if n), request.force)
-    arch_refusal, arch_notes = forced(*arch_verdict(facts, release, request.cuda), request.force)
-    return refusal or arch_refusal, notes + arch_notes
-
-
 def same_variant_note(facts: Mapping[str, Any], release: TorchRelease, cuda: str) -> Tuple[str, ...]:
     """When the installed torch already is a build for this CUDA, say how to keep its version."""
     build = target(facts).torch_facts
@@ -191,16 +145,16 @@ def same_variant_note(facts: Mapping[str, Any], release: TorchRelease, cuda: str
     return (f"torch {version} is already a {variant_tag(cuda)} build; `--torch {installed_release.torch}` keeps its version",)
 
 
-def plan_new_environment_for(facts: Mapping[str, Any], request: Request, named: Optional[TorchRelease]) -> Plan:
+def plan_new_environment_for(facts: Mapping[str, Any], request: Request, named: Optional[TorchRelease], index: ReleaseIndex) -> Plan:
     """No build for the asked CUDA fits the target's Python: plan a separate environment instead."""
     release, python = choose(facts, request.cuda, named)
-    refusal, notes = hardware_verdict(facts, release, request)
+    refusal, notes = hardware_verdict(facts, release, request.cuda, request.force)
     packages = ["torch", *(n for n in COMPANIONS if n in target(facts).distributions or n in request.with_packages)]
     tag, minor = variant_tag(request.cuda), target(facts).python_minor or UNKNOWN_MINOR
     no_fit = f"no torch build for CUDA {request.cuda} supports Python {minor} (torch {release.torch} {tag} wheels need Python {release.python[0]}–{release.python[-1]})"
-    plan = plan_new_environment(facts, release, python, request.cuda, packages, no_fit, notes)
+    plan = plan_new_environment(facts, release, python, request.cuda, packages, no_fit, notes, index)
     # A driver or GPU that cannot run the build blocks the new environment as much as this one.
-    return replace(plan, refusal=f"{refusal}; besides, {no_fit}", alternative=False) if refusal else plan
+    return replace(plan, refusal=f"{refusal}; besides, {no_fit}", alternative=False, notes=notes) if refusal else plan
 
 
 def conda_refusal(facts: Mapping[str, Any], request: Request, reason: str) -> Plan:
@@ -242,7 +196,7 @@ def plan_conda_pin_cuda(facts: Mapping[str, Any], installer: Installer, request:
             f"(conda builds: {known}); a pip torch here would mix installers: remove conda's pytorch first, then plan again"
         ))
     release = find(build.torch)
-    refusal, notes = hardware_verdict(facts, release, request)
+    refusal, notes = hardware_verdict(facts, release, request.cuda, request.force)
     conda = conda_of(facts)
     present = set(target(facts).distributions) | set(conda.records)
     companions = [n for n in COMPANIONS if n in present or n in request.with_packages]
@@ -289,43 +243,65 @@ def conda_cuda_note(facts: Mapping[str, Any]) -> Tuple[str, ...]:
     return (f"conda installed CUDA packages here ({', '.join(cuda_records)}); this plan changes only what pip installed, and `envdoctor check` judges the two together (conda.mixed-cuda)",)
 
 
-def plan_pin_cuda(facts: Mapping[str, Any], installer: Installer, request: Request) -> Plan:
-    """The plan for `fix --pin-cuda`; pure: facts in, plan out."""
+def refused(facts: Mapping[str, Any], plan: Plan, request: Request) -> Plan:
+    """A refusal keeps no step that would build the refused stack, and says what would run here instead."""
+    if not plan.blocked:
+        return plan
+    minor = target(facts).python_minor
+    found = alternatives(facts, request.cuda, minor) or alternatives(facts, request.cuda, None)
+    return replace(plan, steps=(), instead=tuple(a.describe() for a in found))
+
+
+def plan_pin_cuda(facts: Mapping[str, Any], installer: Installer, request: Request, index: ReleaseIndex = OFFLINE) -> Plan:
+    """The plan for `fix --pin-cuda`: facts in, plan out; `index` answers what other releases require."""
+    return refused(facts, planned(facts, installer, request, index), request)
+
+
+def planned(facts: Mapping[str, Any], installer: Installer, request: Request, index: ReleaseIndex) -> Plan:
     named = validate(request)
     conda_plan = conda_installed_torch(facts, request, installer, named)
     if conda_plan is not None:
         return conda_plan
     release = choose_release(facts, request, named)
     if release is None:
-        return plan_new_environment_for(facts, request, named)
+        return plan_new_environment_for(facts, request, named, index)
     cuda, tag, minor = request.cuda, variant_tag(request.cuda), target(facts).python_minor or UNKNOWN_MINOR
-    refusal, notes = hardware_verdict(facts, release, request)
+    refusal, notes = hardware_verdict(facts, release, request.cuda, request.force)
     family = torch_family(cuda)
     present_families = families_installed(facts)
     other_families = [f for f in present_families if f != family]
     stray = sorted(n for f in other_families for n in present_families[f])
     packages, unreleased = packages_for(facts, release, request)
     new_torch = f"{release.torch}+{tag}"
-    pinning = pinning_other_torch(facts, new_torch, replaced=packages)
+    tied = [t for t in tied_packages(facts, family, index).values() if t.by_name]
+    builds = sorted(t.name for t in tied)
+    counterparts = [t.requirement() for t in tied if t.counterpart]
+    stack = resolve_stack(facts, release, cuda, packages, python_of(facts), index, skip=(*stray, *builds), extra=counterparts)
+    lost = [c for c in stack.changes if c.lost]
     why = f"asked with --torch {request.torch}" if named else f"the newest torch with a {tag} build for Python {minor}"
     steps = (
         uninstall_step(
-            installer, stray,
-            f"Remove the NVIDIA wheels of other CUDA families ({', '.join(other_families) or 'none'})",
-            f"torch {new_torch} uses {family} libraries; {', '.join(other_families)} wheels beside them get mixed into one process",
+            installer, [*stray, *builds],
+            f"Remove the NVIDIA wheels of other CUDA families ({', '.join(other_families) or 'none'})" + (f" and the packages built for them: {', '.join(builds)}" if builds else ""),
+            f"torch {new_torch} uses {family} libraries; {', '.join(sorted({*other_families, *(t.family for t in tied)}))} wheels beside them get mixed into one process"
+            + "".join(f"; {t.describe(family or 'cpu')}" for t in tied),
             f"no NVIDIA wheels of a family other than {family} are installed",
         ),
         uninstall_step(
-            installer, sorted(pinning),
-            f"Remove packages that pin another torch: {', '.join(f'{n} ({r})' for n, r in sorted(pinning.items())) or 'none'}",
-            f"they exclude torch {new_torch}; reinstall versions that allow it afterwards",
-            f"no installed package excludes torch {new_torch}",
+            installer, sorted(c.name for c in lost),
+            f"Remove the packages that cannot stay beside torch {new_torch}: {', '.join(c.name for c in lost) or 'none'}",
+            "; ".join(c.describe() for c in lost),
+            "every installed package that excludes the new stack is put back at a release that admits it" if stack.changes else f"no installed package excludes torch {new_torch}",
         ),
-        install_step(facts, installer, release, cuda, packages, f"{why} (torch {release.torch} supports Python {release.python[0]}–{release.python[-1]})"),
-        *(keep_step(facts, name, release) for name in unreleased if name not in pinning),
+        install_step(facts, installer, stack, index_flags(release, cuda, stack), f"{why} (torch {release.torch} supports Python {release.python[0]}–{release.python[-1]}){put_back_words(stack)}"),
+        *(keep_step(facts, name, release) for name in unreleased if normalize(name) not in {normalize(c.name) for c in stack.changes}),
         Step(StepKind.VERIFY, f"Check that torch imports as {new_torch}", "a fresh interpreter loads the new stack", argv=import_torch_argv(installer.python)),
+        Step(
+            StepKind.VERIFY, "Run the probe ladder: numpy, torch, CUDA, gymnasium, stable_baselines3, sb3_contrib, MaskablePPO construct, learn, save/load",
+            "every stage that passed before the fix must pass after it; --apply runs it before and after, and rolls back if one does not",
+            argv=ladder_argv(installer.python),
+        ),
     )
-    pins = [a for a in install_args(release, cuda, packages) if "==" in a]
     return Plan(
         action="pin-cuda",
         title=f"Pin torch to CUDA {cuda}: torch {new_torch} for Python {minor}",
@@ -333,12 +309,14 @@ def plan_pin_cuda(facts: Mapping[str, Any], installer: Installer, request: Reque
         installer=installer.name,
         steps=steps,
         refusal=refusal,
-        notes=notes + same_variant_note(facts, release, cuda) + dependents_note(facts, other_families) + conda_cuda_note(facts),
+        notes=notes + stack.notes + same_variant_note(facts, release, cuda) + dependents_note(facts, other_families) + conda_cuda_note(facts),
         expect=Expectation(
-            installed=dict(p.split("==", 1) for p in pins),
-            absent=tuple(stray) + tuple(sorted(pinning)),
+            installed=stack.planned_versions,
+            absent=tuple(stray) + tuple(builds) + stack.lost,
             torch_version=new_torch,
             torch_imports=True,
             families=(family,) if family else (),
+            ladder=True,
         ),
+        versions=stack.changes,
     )

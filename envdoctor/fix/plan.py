@@ -79,6 +79,7 @@ class Expectation:
     torch_version: Optional[str] = None
     torch_imports: bool = False
     families: Optional[Tuple[str, ...]] = None  # CUDA wheel families allowed afterwards; None: not checked
+    ladder: bool = False  # run the probe ladder before and after: no stage that passed may fail
 
     def to_json(self) -> dict:
         return {
@@ -87,6 +88,7 @@ class Expectation:
             "families": None if self.families is None else list(self.families),
             "torch_version": self.torch_version,
             "torch_imports": self.torch_imports,
+            "ladder": self.ladder,
         }
 
     @classmethod
@@ -97,7 +99,41 @@ class Expectation:
             families=None if data.get("families") is None else tuple(data["families"]),
             torch_version=data.get("torch_version"),
             torch_imports=bool(data.get("torch_imports")),
+            ladder=bool(data.get("ladder")),
         )
+
+
+@dataclass(frozen=True)
+class PackageChange:
+    """One installed package the plan moves: put back at `planned`, put back by `requirement` alone
+    (offline: the installer picks), or lost (`requirement` empty)."""
+
+    name: str
+    installed: str
+    planned: Optional[str]
+    requirement: str
+    why: str
+
+    @property
+    def lost(self) -> bool:
+        return not self.requirement
+
+    @property
+    def assumed(self) -> bool:
+        return bool(self.requirement) and self.planned is None
+
+    def describe(self) -> str:
+        if self.lost:
+            return f"{self.name} {self.installed} will be lost, because {self.why}"
+        after = self.planned or f"a release of `{self.requirement}` the installer picks (not looked up)"
+        return f"{self.name} {self.installed} → {after}: {self.why}"
+
+    def to_json(self) -> dict:
+        return {"name": self.name, "installed": self.installed, "planned": self.planned, "requirement": self.requirement, "why": self.why}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> "PackageChange":
+        return cls(data["name"], data["installed"], data.get("planned"), data.get("requirement", ""), data["why"])
 
 
 @dataclass(frozen=True)
@@ -105,7 +141,8 @@ class Plan:
     """Numbered steps for one fix of one interpreter's environment.
 
     `refusal` says why the change must not be made in this environment. When `alternative` is set the
-    steps are the way out instead (a new environment), so they may still be run by hand.
+    steps are the way out instead (a new environment), so they may still be run by hand; otherwise a
+    refused plan has no steps at all, and `instead` names what would work on this machine.
     """
 
     action: str
@@ -117,6 +154,9 @@ class Plan:
     alternative: bool = False
     notes: Tuple[str, ...] = ()
     expect: Expectation = field(default_factory=Expectation)
+    instead: Tuple[str, ...] = ()
+    versions: Tuple[PackageChange, ...] = ()
+    resolved: Tuple[str, ...] = ()  # "name==version" for each distribution pip's dry run would install
 
     @property
     def blocked(self) -> bool:
@@ -143,6 +183,9 @@ class Plan:
             "applicable": self.applicable,
             "steps": [dict(step.to_json(), number=n) for n, step in enumerate(self.steps, 1)],
             "notes": list(self.notes),
+            "instead": list(self.instead),
+            "versions": [v.to_json() for v in self.versions],
+            "resolved": list(self.resolved),
             "expect": self.expect.to_json(),
         }
 
@@ -158,4 +201,7 @@ class Plan:
             alternative=bool(data.get("alternative")),
             notes=tuple(data.get("notes", ())),
             expect=Expectation.from_json(data.get("expect", {})),
+            instead=tuple(data.get("instead", ())),
+            versions=tuple(PackageChange.from_json(v) for v in data.get("versions", ())),
+            resolved=tuple(data.get("resolved", ())),
         )

@@ -22,12 +22,19 @@ def text(plan: Plan) -> str:
             lines += [f"Not in this environment: {plan.refusal}.", "Instead, a new environment:"]
         else:
             lines.append(f"REFUSED: {plan.refusal}")
-    lines.append("")
+    if plan.instead:
+        lines += ["", "What runs on this machine instead:"] + [f"  {line}" for line in plan.instead]
+    if plan.steps:
+        lines.append("")
     for number, step in enumerate(plan.steps, 1):
         lines.append(f"{number:>2}. [{step.status.value}] {step.summary}")
         lines.append(f"      {'why' if step.planned else 'skipped'}: {step.reason}")
         if step.argv:
             lines.append(f"      $ {step.command}")
+    if plan.versions:
+        lines += ["", "Packages the pin moves:"] + [f"  - {change.describe()}" for change in plan.versions]
+    if plan.resolved:
+        lines += ["", "pip's dry run would install:", "  " + " ".join(plan.resolved)]
     if plan.notes:
         lines += ["", "Notes:"] + [f"  - {note}" for note in plan.notes]
     return "\n".join(lines) + "\n"
@@ -38,6 +45,7 @@ def sh(plan: Plan) -> str:
     # `set -e` only where the script changes files: a script of exports is meant for `eval` in a live shell.
     lines = ["#!/bin/sh", f"# envdoctor plan: {plan.title}"] + (["set -e"] if plan.changes else [])
     if plan.blocked:
+        lines += [f"# instead: {line}" for line in plan.instead]
         lines += [f"echo {shlex.quote('envdoctor: refused: ' + plan.refusal)} >&2", "exit 1"]
     elif plan.refusal:
         lines.append(f"# Not in {plan.python}: {plan.refusal}")
@@ -45,6 +53,7 @@ def sh(plan: Plan) -> str:
         lines.append(f"# {number}. {step.summary} ({'why' if step.planned else 'skipped'}: {step.reason})")
         if step.planned and step.argv:
             lines.append(step.command)
+    lines += [f"# moves: {change.describe()}" for change in plan.versions]
     lines += [f"# note: {note}" for note in plan.notes]
     return "\n".join(lines) + "\n"
 

@@ -8,11 +8,9 @@ other trace): keeping a wheel someone may use is the safe side there.
 
 from __future__ import annotations
 
-from typing import Any, Dict, Iterable, List, Mapping, Optional, Tuple
+from typing import Any, Dict, Iterable, List, Mapping, Set, Tuple
 
 from packaging.requirements import Requirement
-from packaging.specifiers import SpecifierSet
-from packaging.version import InvalidVersion, Version
 
 from envdoctor.facts import view_of
 from envdoctor.facts.requirements import requirements_in_effect
@@ -29,14 +27,26 @@ def target(facts: Mapping[str, Any]) -> TargetView:
     return view_of(facts, TargetView)
 
 
+def own_dependencies(graph: Mapping[str, Iterable[Requirement]], root: str) -> Set[str]:
+    """Every installed distribution `root` needs, directly or through others."""
+    found: Set[str] = set()
+    todo = [root]
+    while todo:
+        for requirement in graph.get(todo.pop(), ()):
+            name = normalize(requirement.name)
+            if name in graph and name not in found and name != root:
+                found.add(name)
+                todo.append(name)
+    return found
+
+
 def leaves(facts: Mapping[str, Any]) -> Tuple[str, ...]:
     """The user's top-level packages: installed distributions no other installed one requires, less
-    installer tools, the torch stack, NVIDIA wheels and envdoctor. envdoctor's own requirements hide
-    nothing: a package it needs (rich, click) may be one the user installed too, and reinstalling
-    one too many beats losing one."""
+    installer tools, the torch stack, NVIDIA wheels, and envdoctor with everything it needs (click,
+    rich, jsonschema…: the doctor's dependencies, not the user's packages)."""
     graph = requirements_in_effect(target(facts))
     required = {normalize(r.name) for name, reqs in graph.items() if name != DOCTOR for r in reqs if normalize(r.name) != name}
-    excluded = required | INSTALLER_TOOLS | TORCH_STACK | {DOCTOR}
+    excluded = required | INSTALLER_TOOLS | TORCH_STACK | {DOCTOR} | own_dependencies(graph, DOCTOR)
     dists = target(facts).distributions
     return tuple(dists[name]["name"] for name in sorted(dists) if name not in excluded and not cuda_family(name))
 
@@ -63,26 +73,3 @@ def families_installed(facts: Mapping[str, Any]) -> Dict[str, Tuple[str, ...]]:
         if family:
             found.setdefault(family, []).append(name)
     return {family: tuple(sorted(names)) for family, names in sorted(found.items())}
-
-
-def torch_pin(requirements: Iterable[Requirement]) -> Optional[SpecifierSet]:
-    """The specifier these requirements put on torch, if they require torch at all."""
-    for requirement in requirements:
-        if normalize(requirement.name) == "torch":
-            return requirement.specifier
-    return None
-
-
-def pinning_other_torch(facts: Mapping[str, Any], torch_version: str, replaced: Iterable[str]) -> Dict[str, str]:
-    """Installed distributions whose torch requirement excludes `torch_version`, with that requirement."""
-    skip = {"torch", *(normalize(n) for n in replaced)}
-    try:
-        version = Version(torch_version)
-    except InvalidVersion:
-        return {}
-    found = {}
-    for name, requirements in requirements_in_effect(target(facts)).items():
-        specifier = None if name in skip else torch_pin(requirements)
-        if specifier is not None and not specifier.contains(version, prereleases=True):
-            found[name] = f"torch{specifier}"
-    return found

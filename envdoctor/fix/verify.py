@@ -1,20 +1,25 @@
 """Re-checking an environment after a fix, in fresh child processes of the target interpreter.
 
 The installers' exit codes say little about whether the result works: a stale wheel of another CUDA
-family can survive, or torch can fail to import. So the distributions are read again from disk and
-torch is imported for real, in a child, where a crash is a result and not the doctor's crash.
+family can survive, torch can fail to import, or a package the user trains with can no longer load
+beside the new torch. So the distributions are read again from disk, torch is imported for real, and
+where the plan asks for it the probe ladder (numpy → torch → CUDA → sb3 → MaskablePPO construct, learn,
+save/load) runs before the fix and after it: a stage that passed before and does not after is the
+fix's doing. Everything runs in children, where a crash is a result and not the doctor's crash.
 """
 
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass
-from typing import Any, Mapping, Optional, Tuple
+from typing import Any, Mapping, Optional, Sequence, Tuple
 
 from envdoctor.collect.target import CollectorError, run_target_script
 from envdoctor.facts.target import normalize
 from envdoctor.fix.plan import Expectation
 from envdoctor.knowledge.wheels import cuda_family
+from envdoctor.probe import ProbeOptions, run_probe
 from envdoctor.proc import run_child
 
 IMPORT_TIMEOUT_S = 300.0
@@ -34,6 +39,29 @@ class Verification:
 
     def to_json(self) -> dict:
         return {"ok": self.ok, "problems": list(self.problems), "torch": self.torch}
+
+
+def ladder_argv(python: str) -> Tuple[str, ...]:
+    """The command that runs the probe ladder in `python`'s environment, as a user would."""
+    return ("envdoctor", "check", "--python", python, "--only", "probe", "--no-save")
+
+
+def ladder(python: str) -> Tuple[dict, ...]:
+    """Each ladder stage's id, title, status and reason in `python`'s environment (no bisection:
+    only whether each stage passes matters here)."""
+    probe = run_probe(python, os.environ, ProbeOptions(bisect=False))
+    return tuple({k: stage.get(k) for k in ("id", "title", "status", "reason")} for stage in probe.get("stages", ()))
+
+
+def regressions(before: Sequence[Mapping[str, Any]], after: Sequence[Mapping[str, Any]]) -> Tuple[str, ...]:
+    """The stages that passed before the fix and do not after it, said with how they ended."""
+    ended = {stage["id"]: stage for stage in after}
+    return tuple(
+        f"{stage.get('title') or stage['id']} passed before the fix and is {ended.get(stage['id'], {}).get('status', 'not reached')} after it"
+        + (f" ({ended[stage['id']]['reason']})" if ended.get(stage["id"], {}).get("reason") else "")
+        for stage in before
+        if stage.get("status") == "passed" and ended.get(stage["id"], {}).get("status") != "passed"
+    )
 
 
 def import_torch_argv(*python: str) -> Tuple[str, ...]:

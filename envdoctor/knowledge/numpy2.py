@@ -7,6 +7,9 @@ under NumPy 1.x down to the C-API target of their build (NPY_FEATURE_VERSION in 
 a floor each project states in its own numpy>= requirement. Some projects later require numpy>=2
 outright; NumPy 2 exists only for Python 3.9 and newer, so that requirement binds only there
 (numpy/numpy#26191).
+
+torch itself was first built against NumPy 2 in release 2.3.0, so an older torch needs NumPy below 2
+whatever its metadata says (docs/knowledge/domain-facts.md §8); 1.26.4 is the last NumPy 1 release.
 """
 
 from __future__ import annotations
@@ -20,6 +23,13 @@ from packaging.version import Version
 from envdoctor.knowledge import optional, rows
 
 FIRST_PYTHON_WITH_NUMPY_2 = Version("3.9")
+FIRST_TORCH_FOR_NUMPY_2 = Version("2.3")
+LAST_NUMPY_1 = "1.26.4"
+
+
+def torch_needs_numpy_1(torch_version: str) -> bool:
+    """True for a torch release built against NumPy 1.x ("1.13.1+cu116"), which NumPy 2 breaks."""
+    return Version(Version(torch_version).base_version) < FIRST_TORCH_FOR_NUMPY_2
 
 
 @dataclass(frozen=True)
