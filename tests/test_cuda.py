@@ -254,11 +254,57 @@ def test_v100_on_torch_2_10_cu128_is_fine(judged, tmp_path):
     assert "cuda.gpu-arch-unsupported" not in found
 
 
-def test_the_measured_probe_disagrees_with_the_cu130_row(judged):
-    [stale] = with_doctor(judged, SAMPLE)["doctor.knowledge-stale"]
-    assert stale["severity"] == "info"
-    assert "cu130" in stale["title"] and "2.11.0+cu130" in stale["title"]
-    assert stale["evidence"]["table"] == H100_ARCHES + ["compute_120"] and stale["evidence"]["recorded"] == H100_ARCHES
+def test_the_measured_probe_agrees_with_the_cu130_row(judged):
+    found = with_doctor(judged, SAMPLE)
+    assert "doctor.knowledge-stale" not in found and "cuda.gpu-arch-unsupported" not in found
+
+
+def test_a_cu130_row_that_still_claimed_ptx_would_be_named_stale(judged, tmp_path):
+    found = with_doctor(judged, probed_report(tmp_path, [], arch_list=H100_ARCHES + ["compute_120"]))
+    [stale] = found["doctor.knowledge-stale"]
+    assert "cu130 (x86_64) for torch 2.11–2.14" in stale["title"] and "2.11.0+cu130" in stale["title"]
+    assert stale["evidence"]["table"] == H100_ARCHES and stale["evidence"]["recorded"] == H100_ARCHES + ["compute_120"]
+
+
+def rtx_5090(facts):
+    facts["gpu"]["gpus"][0].update(name="NVIDIA GeForce RTX 5090", compute_capability="12.0")
+
+
+def test_an_rtx_5090_on_torch_2_5_1_cu124_has_no_kernels(judged, tmp_path):
+    found = with_doctor(judged, changed_report(H100, tmp_path / "r.json", lambda f: (rtx_5090(f), torch_as("2.5.1+cu124", "12.4")(f))))
+    [finding] = found["cuda.gpu-arch-unsupported"]
+    assert finding["evidence"]["ptx"] == [] and "sm_120" in finding["title"]
+    assert "cu128" in finding["explanation"]
+
+
+def on_machine(machine):
+    def change(facts):
+        facts["target"]["python"]["machine"] = machine
+    return change
+
+
+def jetson(name, capability):
+    def change(facts):
+        facts["gpu"]["gpus"][0].update(name=name, compute_capability=capability)
+    return change
+
+
+@pytest.mark.parametrize("machine, torch, cuda, gpu, capability, runs", [
+    ("aarch64", "2.13.0+cu130", "13.0", "NVIDIA Thor", "11.0", True),  # aarch64 cu130 has sm_110
+    ("x86_64", "2.13.0+cu130", "13.0", "NVIDIA Thor", "11.0", False),  # the x86_64 list has no 11.x
+    ("aarch64", "2.13.0+cu130", "13.0", "Orin (nvgpu)", "8.7", False),  # sm_80 cubins do not run on a Tegra 8.7
+    ("aarch64", "2.13.0+cu130", "13.0", "NVIDIA GH200 480GB", "9.0", True),
+    ("aarch64", "2.13.0+cu126", "12.6", "Tesla V100-SXM2-16GB", "7.0", False),  # aarch64 cu126 is 8.0 and 9.0 only
+    ("x86_64", "2.13.0+cu126", "12.6", "Tesla V100-SXM2-16GB", "7.0", True),
+])
+def test_arch_verdicts_follow_the_platform_and_the_tegra_rule(judged, tmp_path, machine, torch, cuda, gpu, capability, runs):
+    report = changed_report(H100, tmp_path / "r.json", lambda f: (on_machine(machine)(f), jetson(gpu, capability)(f), torch_as(torch, cuda)(f)))
+    found = with_doctor(judged, report)
+    assert ("cuda.gpu-arch-unsupported" in found) is not runs
+    if not runs:
+        [finding] = found["cuda.gpu-arch-unsupported"]
+        assert finding["evidence"]["platform"] == machine
+        assert ("Tegra" in finding["explanation"]) is (capability == "8.7")
 
 
 def test_a_recorded_arch_list_judges_the_gpu_and_names_the_stale_row(judged, tmp_path):
@@ -268,7 +314,7 @@ def test_a_recorded_arch_list_judges_the_gpu_and_names_the_stale_row(judged, tmp
     assert finding["evidence"]["arch_list_source"] == "torch.cuda.get_arch_list() recorded by the probe"
     assert "as torch itself reported" in finding["explanation"]
     [stale] = found["doctor.knowledge-stale"]
-    assert "cu128 for torch 2.8–2.10" in stale["title"] and "2.10.0+cu128" in stale["title"]
+    assert "cu128 (x86_64) for torch 2.8–2.10" in stale["title"] and "2.10.0+cu128" in stale["title"]
     assert stale["evidence"]["table"] == CU128_210 and stale["evidence"]["recorded"] == without_volta
 
 

@@ -22,6 +22,7 @@ from envdoctor.facts.environ import EnvironView
 from envdoctor.facts.gpu import GpuView
 from envdoctor.facts.libraries import LibrariesView
 from envdoctor.facts.probe import probe_of
+from envdoctor.facts.system import SystemView
 from envdoctor.facts.target import TargetView, TorchBuild
 from envdoctor.knowledge import arches, drivers, minor_of, torch_matrix, version_tuple, wheels
 from envdoctor.knowledge.drivers import DRIVER_DOWNLOAD
@@ -52,9 +53,14 @@ def driver_runs(facts: Mapping[str, Any], cuda: str, via_ptx: bool = False) -> b
     return have[0] >= wanted[0] if wanted[0] >= 11 and not via_ptx else have >= wanted
 
 
+def wheel_platform(facts: Mapping[str, Any]) -> str:
+    """x86_64 or aarch64: whose arch lists apply, from the diagnosed interpreter's machine (else the host's)."""
+    return arches.platform_of(view_of(facts, TargetView).python.get("machine") or view_of(facts, SystemView).machine or arches.X86_64)
+
+
 def arch_support(facts: Mapping[str, Any], release: TorchRelease, cuda: str) -> List[Optional[str]]:
     tag = torch_matrix.variant_tag(cuda)
-    return [arches.support(g["compute_capability"], tag, release.torch) for g in view_of(facts, GpuView).gpus if g.get("compute_capability")]
+    return [arches.support(g["compute_capability"], tag, release.torch, wheel_platform(facts)) for g in view_of(facts, GpuView).gpus if g.get("compute_capability")]
 
 
 def runs_here(facts: Mapping[str, Any], release: TorchRelease, cuda: str) -> bool:
@@ -123,17 +129,17 @@ def recorded_kernels(facts: Mapping[str, Any], build: TorchBuild) -> Optional[ar
     flags = recorded_cuda(facts, build).get("arch_list")
     if flags is None:
         return None
-    return arches.from_arch_flags(flags, torch_matrix.variant_tag(build.cuda), build.version, RECORDED_SOURCE)
+    return arches.from_arch_flags(flags, torch_matrix.variant_tag(build.cuda), build.version, RECORDED_SOURCE, wheel_platform(facts))
 
 
-def table_kernels(build: TorchBuild) -> Optional[arches.ArchList]:
-    return arches.arch_list(torch_matrix.variant_tag(build.cuda), build.version)
+def table_kernels(facts: Mapping[str, Any], build: TorchBuild) -> Optional[arches.ArchList]:
+    return arches.arch_list(torch_matrix.variant_tag(build.cuda), build.version, wheel_platform(facts))
 
 
 def shipped_kernels(facts: Mapping[str, Any], build: TorchBuild) -> Optional[arches.ArchList]:
     """The kernels of the installed build: as torch reported them when the probe ran, else the table's row;
     None when neither knows (a torch or variant newer than the tables), which is never read as "fine"."""
-    return recorded_kernels(facts, build) or table_kernels(build)
+    return recorded_kernels(facts, build) or table_kernels(facts, build)
 
 
 def pinned_cuda_runtime(facts: Mapping[str, Any]) -> Optional[str]:
@@ -192,12 +198,19 @@ def driver_too_old(facts: Mapping[str, Any]) -> Iterable[Finding]:
     )
 
 
+def tegra_note(capability: str) -> str:
+    if capability not in arches.IGPU_ONLY:
+        return ""
+    return (f"Compute capability {capability} is a Tegra (Jetson) GPU: it runs only cubins built for it, not those of the "
+            "discrete GPUs of its major (torch's DEVICE_REQUIREMENT). ")
+
+
 def arch_finding(facts, build: TorchBuild, gpu: Mapping[str, Any], tag: str, shipped: arches.ArchList) -> Finding:
     capability = gpu["compute_capability"]
     release = torch_matrix.find(build.version)
 
     def supported(candidate: TorchRelease, cuda: str) -> bool:
-        return arches.support(capability, torch_matrix.variant_tag(cuda), candidate.torch) == arches.SASS and driver_runs(facts, cuda)
+        return arches.support(capability, torch_matrix.variant_tag(cuda), candidate.torch, wheel_platform(facts)) == arches.SASS and driver_runs(facts, cuda)
 
     alternative = choose_variant(facts, release, supported)
     remedies = reinstall_remedies(facts, build, *alternative, why=f"it has kernels for sm_{capability.replace('.', '')}") if alternative else [
@@ -210,9 +223,13 @@ def arch_finding(facts, build: TorchBuild, gpu: Mapping[str, Any], tag: str, shi
         explanation=(
             f"The {tag} build of torch ships kernels for {shipped.describe()} ({'as torch itself reported to the probe' if shipped.source == RECORDED_SOURCE else 'knowledge table arches.csv'}). A cubin runs only on GPUs "
             "of the same major capability, so CUDA calls on this GPU fail with \"no kernel image is available for execution "
-            "on the device\". Variants with kernels for it: " + (", ".join(arches.variants_supporting(capability)) or "none") + "."
+            "on the device\". " + tegra_note(capability) + f"{wheel_platform(facts)} variants with kernels for it: "
+            + (", ".join(arches.variants_supporting(capability, platform=wheel_platform(facts))) or "none") + "."
         ),
-        evidence={"gpu": gpu.get("name"), "compute_capability": capability, "variant": tag, "shipped": list(shipped.sass), "ptx": list(shipped.ptx), "arch_list_source": shipped.source},
+        evidence={
+            "gpu": gpu.get("name"), "compute_capability": capability, "variant": tag, "platform": wheel_platform(facts),
+            "shipped": list(shipped.sass), "ptx": list(shipped.ptx), "arch_list_source": shipped.source,
+        },
         remedies=tuple(remedies),
         references=("https://pytorch.org/get-started/locally/",),
     )

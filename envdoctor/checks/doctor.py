@@ -59,7 +59,7 @@ def no_ml_stack(facts: Mapping[str, Any]) -> Iterable[Finding]:
 
 
 def arch_row_name(row: arches.ArchList) -> str:
-    return f"arches.csv {row.variant} for torch {row.torch_from}–{row.torch_to}"
+    return f"arches.csv {row.variant} ({row.platform}) for torch {row.torch_from}–{row.torch_to}"
 
 
 def stale_arch_row(build: TorchBuild, row: arches.ArchList, recorded: arches.ArchList) -> Finding:
@@ -108,9 +108,9 @@ def unknown_to_tables(facts: Mapping[str, Any], build: TorchBuild, recorded: Opt
     )
 
 
-def tables_know(build: TorchBuild) -> bool:
+def tables_know(facts: Mapping[str, Any], build: TorchBuild) -> bool:
     release = torch_matrix.find(build.version)
-    return release is not None and minor_of(build.cuda) in release.cuda and table_kernels(build) is not None
+    return release is not None and minor_of(build.cuda) in release.cuda and table_kernels(facts, build) is not None
 
 
 @check("doctor.knowledge-stale", "The knowledge tables disagree with what the installed torch says, or do not know it", requires=("target",))
@@ -118,8 +118,8 @@ def knowledge_stale(facts: Mapping[str, Any]) -> Iterable[Finding]:
     build = cuda_build(facts)
     if build is None:
         return
-    recorded, row = recorded_kernels(facts, build), table_kernels(build)
+    recorded, row = recorded_kernels(facts, build), table_kernels(facts, build)
     if recorded is not None and row is not None and recorded.kernels != row.kernels:
         yield stale_arch_row(build, row, recorded)
-    if not tables_know(build):
+    if not tables_know(facts, build):
         yield unknown_to_tables(facts, build, recorded)
