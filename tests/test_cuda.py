@@ -372,3 +372,34 @@ def test_a_variant_the_tables_do_not_list_is_unknown(judged, tmp_path):
     assert "cuda.gpu-arch-unsupported" not in found
     [stale] = found["doctor.knowledge-stale"]
     assert "cu129" in stale["title"] and stale["evidence"]["arch_support"] == "unknown"
+
+
+def read_from_libraries(flags, error=None):
+    """The facts collect/fatbin.py writes for the installed torch's libraries."""
+    def change(facts):
+        facts["target"]["torch_kernels"] = {"files": ["/opt/venv/lib/python3.12/site-packages/torch/lib/libtorch_cuda.so"], "arch_list": flags, "error": error}
+    return change
+
+
+def test_without_the_probe_the_kernels_read_from_the_libraries_judge(judged, tmp_path):
+    found = with_doctor(judged, probed_report(tmp_path, [volta, torch_as("2.10.0+cu128", "12.8"), read_from_libraries(H100_ARCHES)]))
+    [finding] = found["cuda.gpu-arch-unsupported"]
+    assert finding["evidence"]["arch_list_source"] == "the fatbins of torch's CUDA libraries"
+    assert "as read from the fatbins" in finding["explanation"]
+    [stale] = found["doctor.knowledge-stale"]
+    assert stale["evidence"]["source"] == "the fatbins of torch's CUDA libraries" and stale["evidence"]["recorded"] == H100_ARCHES
+
+
+def test_libraries_that_agree_with_the_row_raise_nothing(judged, tmp_path):
+    found = with_doctor(judged, probed_report(tmp_path, [torch_as("2.11.0+cu130", "13.0"), read_from_libraries(H100_ARCHES)]))
+    assert "doctor.knowledge-stale" not in found and "cuda.gpu-arch-unsupported" not in found
+
+
+def test_the_probe_speaks_before_the_libraries(judged, tmp_path):
+    found = with_doctor(judged, probed_report(tmp_path, [volta, torch_as("2.10.0+cu128", "12.8"), read_from_libraries(H100_ARCHES)], arch_list=CU128_210))
+    assert "cuda.gpu-arch-unsupported" not in found
+
+
+def test_libraries_that_could_not_be_read_leave_the_table_to_judge(judged, tmp_path):
+    found = with_doctor(judged, probed_report(tmp_path, [volta, torch_as("2.11.0+cu128", "12.8"), read_from_libraries(None, "NotElf: truncated")]))
+    assert found["cuda.gpu-arch-unsupported"][0]["evidence"]["arch_list_source"].startswith("Volta dropped")

@@ -35,6 +35,7 @@ COMPATIBILITY_DOC = "https://docs.nvidia.com/deploy/cuda-compatibility/minor-ver
 
 VariantFilter = Callable[[TorchRelease, str], bool]
 RECORDED_SOURCE = "torch.cuda.get_arch_list() recorded by the probe"
+ARTIFACT_SOURCE = "the fatbins of torch's CUDA libraries"
 RUNTIME_WHEELS = ("nvidia-cuda-runtime", "cuda-toolkit")
 
 
@@ -132,14 +133,28 @@ def recorded_kernels(facts: Mapping[str, Any], build: TorchBuild) -> Optional[ar
     return arches.from_arch_flags(flags, torch_matrix.variant_tag(build.cuda), build.version, RECORDED_SOURCE, wheel_platform(facts))
 
 
+def artifact_kernels(facts: Mapping[str, Any], build: TorchBuild) -> Optional[arches.ArchList]:
+    """The kernels read from the installed torch's libraries (collect/fatbin.py), when they were read whole."""
+    flags = view_of(facts, TargetView).torch_kernels.get("arch_list")
+    if not flags:
+        return None
+    return arches.from_arch_flags(flags, torch_matrix.variant_tag(build.cuda), build.version, ARTIFACT_SOURCE, wheel_platform(facts))
+
+
+def true_kernels(facts: Mapping[str, Any], build: TorchBuild) -> Optional[arches.ArchList]:
+    """What the installed torch itself says it ships: as it reported to the probe, else as its libraries hold."""
+    return recorded_kernels(facts, build) or artifact_kernels(facts, build)
+
+
 def table_kernels(facts: Mapping[str, Any], build: TorchBuild) -> Optional[arches.ArchList]:
     return arches.arch_list(torch_matrix.variant_tag(build.cuda), build.version, wheel_platform(facts))
 
 
 def shipped_kernels(facts: Mapping[str, Any], build: TorchBuild) -> Optional[arches.ArchList]:
-    """The kernels of the installed build: as torch reported them when the probe ran, else the table's row;
-    None when neither knows (a torch or variant newer than the tables), which is never read as "fine"."""
-    return recorded_kernels(facts, build) or table_kernels(facts, build)
+    """The kernels of the installed build: as torch reported them when the probe ran, else as its libraries'
+    fatbins hold them, else the table's row; None when none knows (a torch or variant newer than the
+    tables, its libraries unread), which is never read as "fine"."""
+    return true_kernels(facts, build) or table_kernels(facts, build)
 
 
 def pinned_cuda_runtime(facts: Mapping[str, Any]) -> Optional[str]:
@@ -198,6 +213,9 @@ def driver_too_old(facts: Mapping[str, Any]) -> Iterable[Finding]:
     )
 
 
+KERNEL_SOURCES = {RECORDED_SOURCE: "as torch itself reported to the probe", ARTIFACT_SOURCE: "as read from the fatbins of its CUDA libraries"}
+
+
 def tegra_note(capability: str) -> str:
     if capability not in arches.IGPU_ONLY:
         return ""
@@ -221,7 +239,7 @@ def arch_finding(facts, build: TorchBuild, gpu: Mapping[str, Any], tag: str, shi
         severity=Severity.ERROR,
         title=f"GPU {gpu.get('index')} ({gpu.get('name')}, sm_{capability.replace('.', '')}) has no kernels in torch {build.build_version} ({tag})",
         explanation=(
-            f"The {tag} build of torch ships kernels for {shipped.describe()} ({'as torch itself reported to the probe' if shipped.source == RECORDED_SOURCE else 'knowledge table arches.csv'}). A cubin runs only on GPUs "
+            f"The {tag} build of torch ships kernels for {shipped.describe()} ({KERNEL_SOURCES.get(shipped.source, 'knowledge table arches.csv')}). A cubin runs only on GPUs "
             "of the same major capability, so CUDA calls on this GPU fail with \"no kernel image is available for execution "
             "on the device\". " + tegra_note(capability) + f"{wheel_platform(facts)} variants with kernels for it: "
             + (", ".join(arches.variants_supporting(capability, platform=wheel_platform(facts))) or "none") + "."

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 from envdoctor.collect.elf import cxx_runtime
+from envdoctor.collect.fatbin import torch_kernels
 from envdoctor.proc import run_child
 from envdoctor.target import script_source
 
@@ -48,8 +49,19 @@ def conda(ctx, facts: dict) -> dict:
     return found
 
 
+def installed_torch_kernels(facts: dict):
+    """The GPU kernels the installed CUDA torch ships, read from its libraries' fatbins (collect/fatbin.py);
+    None for a CPU or ROCm build."""
+    build = facts.get("torch_build") or {}
+    dist = next((d for d in facts.get("distributions") or () if isinstance(d, dict) and d.get("name") == "torch"), None)
+    if not isinstance(build, dict) or not build.get("cuda") or dist is None or not isinstance(dist.get("location"), str):
+        return None
+    return torch_kernels(dist["location"])
+
+
 def collect(ctx) -> dict:
     facts = run_target_script(ctx.python, "facts", env=ctx.environ)
+    facts["torch_kernels"] = installed_torch_kernels(facts)
     try:
         facts["conda"] = conda(ctx, facts)
     except CollectorError as error:

@@ -56,6 +56,15 @@ def torch_build_facts(value: Any) -> Mapping[str, Any]:
     return build
 
 
+def torch_kernels_facts(value: Any) -> Mapping[str, Any]:
+    """What collect/fatbin.py read from torch's CUDA libraries: an arch list of flags, or an error."""
+    kernels = expect(value, Mapping, {})
+    for flag in expect(kernels.get("arch_list"), list, []):
+        expect(flag, str)
+    expect(kernels.get("error"), (str, type(None)))
+    return kernels
+
+
 def distribution(entry: Any) -> Mapping[str, Any]:
     expect(entry, Mapping)
     expect(entry["name"], str)
@@ -73,6 +82,7 @@ class TargetView:
     distribution_list: Tuple[Mapping[str, Any], ...] = ()
     shadowed: Tuple[Mapping[str, Any], ...] = ()
     torch_facts: Mapping[str, Any] = field(default_factory=dict)
+    torch_kernels: Mapping[str, Any] = field(default_factory=dict)
     installers: Mapping[str, Any] = field(default_factory=dict)
 
     @classmethod
@@ -82,6 +92,7 @@ class TargetView:
             distribution_list=tuple(distribution(d) for d in expect(section.get("distributions"), list, [])),
             shadowed=tuple(expect(section.get("shadowed_distributions"), list, [])),
             torch_facts=torch_build_facts(section.get("torch_build")),
+            torch_kernels=torch_kernels_facts(section.get("torch_kernels")),
             installers=expect(section.get("installers"), Mapping, {}),
         ))
 
