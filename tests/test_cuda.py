@@ -128,10 +128,10 @@ def test_ld_library_path_copies_ahead_of_the_wheel(envdoctor, tmp_path, cudart_v
     other_major = system_cudart(tmp_path / "cuda-11.8" / "lib64", "11.8.89")
     report = check_libraries(envdoctor, cudart_venv, LD_LIBRARY_PATH=f"{same_major}:/opt/keep:{other_major}")
     [finding] = findings_by_id(report)["cuda.library-shadowing"]
-    assert finding["severity"] == "error"
+    assert finding["severity"] == "warning"  # no CUDA torch here: only another package could load the copy
     libraries = {(e["major"], e["version"], e["severity"]) for e in finding["evidence"]["libraries"]}
-    assert libraries == {(12, "12.1.105", "error"), (11, "11.8.89", "warning")}
-    assert commands(finding) == ["export LD_LIBRARY_PATH=/opt/keep"]
+    assert libraries == {(12, "12.1.105", "error")}  # libcudart.so.11.0 cannot stand in for libcudart.so.12
+    assert commands(finding) == [f"export LD_LIBRARY_PATH=/opt/keep:{other_major}"]
 
 
 @pytest.mark.slow
@@ -139,7 +139,30 @@ def test_ld_preload_of_a_cuda_library_is_an_error(envdoctor, tmp_path, cudart_ve
     folder = system_cudart(tmp_path / "lib", "12.9.79")
     report = check_libraries(envdoctor, cudart_venv, LD_PRELOAD=str(folder / "libcudart.so.12"))
     [finding] = findings_by_id(report)["cuda.library-shadowing"]
-    assert finding["severity"] == "error" and commands(finding) == ["unset LD_PRELOAD"]
+    assert finding["evidence"]["libraries"][0]["severity"] == "error" and commands(finding) == ["unset LD_PRELOAD"]
+    assert finding["severity"] == "warning" and "no CUDA build" in finding["explanation"]
+
+
+def loader_finds(*entries):
+    def change(facts):
+        sections = {"LD_PRELOAD": "ld_preload", "LD_LIBRARY_PATH": "ld_library_path", "ldconfig": "ldconfig"}
+        for name in sections.values():
+            facts["libraries"][name] = []
+        for via, path, version in entries:
+            library = path.rsplit("/", 1)[1].split(".so")[0]
+            facts["libraries"][sections[via]].append({"via": via, "path": path, "library": library, "major": int(version.split(".")[0]), "version": version})
+    return change
+
+
+@pytest.mark.parametrize("entries, severity", [
+    ([("LD_PRELOAD", "/opt/cuda/lib64/libcudart.so.13", "13.0.48")], "error"),
+    ([("LD_LIBRARY_PATH", "/usr/local/cuda-13.1/lib64/libcudart.so.13", "13.1.80")], "error"),
+    ([("LD_LIBRARY_PATH", "/usr/local/cuda-12.4/lib64/libcudart.so.12", "12.4.127")], None),  # another soname
+    ([("LD_PRELOAD", "/usr/local/cuda-12.4/lib64/libcudart.so.12", "12.4.127")], "warning"),
+])
+def test_library_shadowing_follows_the_soname(judged, tmp_path, entries, severity):
+    found = findings(judged, changed_report(H100, tmp_path / "r.json", loader_finds(*entries)))
+    assert (found["cuda.library-shadowing"][0]["severity"] if "cuda.library-shadowing" in found else None) == severity
 
 
 @pytest.mark.slow

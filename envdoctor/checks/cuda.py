@@ -311,18 +311,21 @@ def same_version(a: str, b: str) -> bool:
 
 
 def shadowing_severity(entry: Mapping[str, Any], wheel_major: Optional[int], wheel_version: str) -> Optional[Severity]:
-    """LD_PRELOAD always wins; LD_LIBRARY_PATH mixes sub-libraries of one soname (error) or brings another
-    major (warning). The linker cache only answers bare-soname lookups that torch's RPATH and preloading
-    do not reach: on an H100 with torch 2.11+cu130 and a cached system cuDNN 9.14, every cuDNN library in
-    the process was the wheel's 9.19 (reports/samples/h100-cu130-cudnn-maps.txt), so it is only a note."""
+    """A copy of another soname major (libcudart.so.11.0 beside the wheel's libcudart.so.12) never stands in
+    for the wheel's: the loader looks libraries up by soname. Of the same soname, LD_PRELOAD always wins
+    (error); LD_LIBRARY_PATH mixes sub-libraries of one soname (error) unless it is the same version. A
+    preloaded other major is loaded into every process all the same (warning). The linker cache only answers
+    bare-soname lookups that torch's RPATH and preloading do not reach: on an H100 with torch 2.11+cu130 and
+    a cached system cuDNN 9.14, every cuDNN library in the process was the wheel's 9.19
+    (reports/samples/h100-cu130-cudnn-maps.txt), so it is only a note."""
     same_major = entry["major"] == wheel_major
     if entry["via"] == "LD_PRELOAD":
-        return Severity.ERROR
+        return Severity.ERROR if same_major else Severity.WARNING
+    if not same_major:
+        return None
     if entry["via"] == "LD_LIBRARY_PATH":
-        if same_major:
-            return None if same_version(entry["version"], wheel_version) else Severity.ERROR
-        return Severity.WARNING
-    if entry["library"].startswith("libcudnn") and same_major and not same_version(entry["version"], wheel_version):
+        return None if same_version(entry["version"], wheel_version) else Severity.ERROR
+    if entry["library"].startswith("libcudnn") and not same_version(entry["version"], wheel_version):
         return Severity.INFO
     return None
 
@@ -354,6 +357,9 @@ def library_shadowing(facts: Mapping[str, Any]) -> Iterable[Finding]:
     if not offending:
         return
     worst = max((e["severity"] for e in offending), key=lambda s: s.rank)
+    build = cuda_build(facts)
+    if build is None:  # torch loads none of the wheels' CUDA libraries; another package still may
+        worst = min(worst, Severity.WARNING, key=lambda s: s.rank)
     yield Finding(
         id="cuda.library-shadowing",
         severity=worst,
@@ -364,6 +370,8 @@ def library_shadowing(facts: Mapping[str, Any]) -> Iterable[Finding]:
             "libcublasLt and cuDNN finds its sub-libraries; the linker cache answers only bare-soname lookups that nothing "
             "else resolved, e.g. from a library imported before torch. Two versions of one library in a process end in "
             "\"undefined symbol\", cuDNN version errors or a segfault inside libcuda."
+            + ("" if build else " The installed torch is no CUDA build, so it loads none of these libraries: only another "
+               "package that loads the NVIDIA wheels' CUDA libraries is at risk.")
         ),
         evidence={"libraries": [{k: (v.value if isinstance(v, Severity) else v) for k, v in e.items()} for e in offending]},
         remedies=shadowing_remedies(facts, offending),
