@@ -33,11 +33,13 @@ FAKES: Dict[str, Mapping[str, str]] = {
         "code": "raise ValueError('numpy.dtype size changed, may indicate binary incompatibility. Expected 96 from C header, got 88 from PyObject')\n",
     },
     "imports-fine": {"module": "imports_fine", "code": "VALUE = 1\n"},
+    # Its top_level.txt also names folders of its repository that the wheel does not hold, as botorch's does.
+    "names-folders": {"module": "names_folders", "code": "VALUE = 1\n", "top_level": "names_folders\ndist\ntutorials\nwebsite\n"},
 }
 LOCAL_GYMNASIUM = "import gymnasium as gym\nenv = gym.make('CartPole-v1')\n"
 
 
-def build_wheel(folder: Path, name: str, module: str, code: str, requires: str = "") -> Path:
+def build_wheel(folder: Path, name: str, module: str, code: str, requires: str = "", top_level: str = "") -> Path:
     """A real pure-Python wheel: the module, its METADATA, WHEEL, top_level.txt and RECORD."""
     dist_info = f"{name.replace('-', '_')}-1.0.dist-info"
     metadata = f"Metadata-Version: 2.1\nName: {name}\nVersion: 1.0\n" + (f"Provides-Extra: vision\nRequires-Dist: {requires}\n" if requires else "")
@@ -45,7 +47,7 @@ def build_wheel(folder: Path, name: str, module: str, code: str, requires: str =
         f"{module}/__init__.py": code,
         f"{dist_info}/METADATA": metadata,
         f"{dist_info}/WHEEL": "Wheel-Version: 1.0\nGenerator: envdoctor-tests\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
-        f"{dist_info}/top_level.txt": f"{module}\n",
+        f"{dist_info}/top_level.txt": top_level or f"{module}\n",
     }
     files[f"{dist_info}/RECORD"] = "".join(f"{path},,\n" for path in [*files, f"{dist_info}/RECORD"])
     wheel = folder / f"{name.replace('-', '_')}-1.0-py3-none-any.whl"
@@ -72,7 +74,7 @@ def old_wheel() -> Path:
 def messy(venvs, old_wheel, tmp_path_factory) -> Path:
     """A venv whose imports fail in every way, with NumPy 2 and the real gymnasium."""
     folder = tmp_path_factory.mktemp("fake-wheels")
-    wheels = [str(build_wheel(folder, name, spec["module"], spec["code"], spec.get("requires", ""))) for name, spec in FAKES.items()]
+    wheels = [str(build_wheel(folder, name, spec["module"], spec["code"], spec.get("requires", ""), spec.get("top_level", ""))) for name, spec in FAKES.items()]
     python = venvs.get(VENV, ["numpy==2.4.6", "gymnasium==1.4.0"])
     venvs.install(VENV, "--no-deps", str(old_wheel), *wheels)
     return python
@@ -154,6 +156,7 @@ def test_a_local_gymnasium_py_is_named_as_the_cause_with_both_paths(messy, messy
 def test_healthy_modules_give_no_finding_and_from_rejudges_the_same(messy_report, envdoctor):
     data = messy_report["data"]
     assert "imports_fine" not in failures(data) and "numpy" not in failures(data)
+    assert not {"names_folders", "dist", "tutorials", "website"} & set(failures(data))  # names without files are not modules
     rejudged = envdoctor("check", "--from", str(messy_report["report"]), "--json", "-", "--no-save")
     assert rejudged.returncode == 1, rejudged
     assert sorted(failures(rejudged.json())) == sorted(failures(data))
