@@ -426,3 +426,18 @@ def test_the_probe_speaks_before_the_libraries(judged, tmp_path):
 def test_libraries_that_could_not_be_read_leave_the_table_to_judge(judged, tmp_path):
     found = with_doctor(judged, probed_report(tmp_path, [volta, torch_as("2.11.0+cu128", "12.8"), read_from_libraries(None, "NotElf: truncated")]))
     assert found["cuda.gpu-arch-unsupported"][0]["evidence"]["arch_list_source"].startswith("Volta dropped")
+
+
+def old_driver(facts):
+    facts["gpu"]["driver"] = {"version": "535.104.05", "cuda": "12.2"}
+
+
+def test_a_driver_verdict_the_probe_disproved_says_so_and_is_a_warning(judged, tmp_path):
+    """Same cause, same facts; the probe that ran CUDA init and a CUDA matmul with this driver decides
+    between 'will crash' and 'the tables fear it, the probe did not see it'."""
+    [without] = with_doctor(judged, probed_report(tmp_path, [old_driver]))["cuda.driver-too-old"]
+    assert without["severity"] == "error" and "disproved_by_probe" not in without["evidence"]
+    [probed] = with_doctor(judged, probed_report(tmp_path, [old_driver], arch_list=H100_ARCHES))["cuda.driver-too-old"]
+    assert probed["severity"] == "warning" and probed["title"] == without["title"]
+    assert probed["evidence"]["disproved_by_probe"] == "the probe passed 'CUDA init + device properties', 'CUDA matmul' in this environment"
+    assert "The probe disproved" in probed["explanation"]

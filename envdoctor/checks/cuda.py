@@ -172,7 +172,10 @@ def pinned_cuda_runtime(facts: Mapping[str, Any]) -> Optional[str]:
     return None
 
 
-@check("cuda.driver-too-old", "The NVIDIA driver is too old for the CUDA runtime torch was built with", requires=("target", "gpu"))
+@check(
+    "cuda.driver-too-old", "The NVIDIA driver is too old for the CUDA runtime torch was built with",
+    requires=("target", "gpu"), disproved_by=("cuda_init", "cuda_matmul"),
+)
 def driver_too_old(facts: Mapping[str, Any]) -> Iterable[Finding]:
     build = cuda_build(facts)
     if build is None or not view_of(facts, GpuView).driver:

@@ -182,7 +182,10 @@ def mixed_cuda_families(facts: Mapping[str, Any]) -> Iterable[Finding]:
     )
 
 
-@check("wheels.torch-pins", "Installed NVIDIA wheels differ from the versions torch pins", requires=("target",))
+@check(
+    "wheels.torch-pins", "Installed NVIDIA wheels differ from the versions torch pins",
+    requires=("target",), disproved_by=("import_torch", "cuda_init", "cuda_matmul"),
+)
 def torch_pins(facts: Mapping[str, Any]) -> Iterable[Finding]:
     problems = pin_problems(facts)
     if not problems:
