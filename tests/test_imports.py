@@ -22,7 +22,6 @@ from envdoctor.checks import imports as judge
 from envdoctor.collect.imports import batches, dependency_closure, planned_modules
 from conftest import findings_by_id, run_envdoctor
 
-OLD_WHEEL = "bottleneck==1.3.7"
 VENV = "imports-messy"
 FAKES: Dict[str, Mapping[str, str]] = {
     "needs-extra": {"module": "needs_extra", "code": "import cv2\n", "requires": 'opencv-python; extra == "vision"'},
@@ -55,19 +54,6 @@ def build_wheel(folder: Path, name: str, module: str, code: str, requires: str =
         for path, text in files.items():
             archive.writestr(path, text)
     return wheel
-
-
-@pytest.fixture(scope="session")
-def old_wheel() -> Path:
-    folder = Path(os.environ.get("ENVDOCTOR_TEST_WHEELS") or Path.home() / ".cache" / "envdoctor" / "test-wheels")
-    folder.mkdir(parents=True, exist_ok=True)
-    found = list(folder.glob("Bottleneck-1.3.7-cp311-*.whl"))
-    if not found:
-        done = subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:", "-d", str(folder), OLD_WHEEL], capture_output=True, text=True)
-        if done.returncode:
-            pytest.fail(f"{OLD_WHEEL} is neither in {folder} nor downloadable: {done.stderr.strip().splitlines()[-1:]}")
-        found = list(folder.glob("Bottleneck-1.3.7-cp311-*.whl"))
-    return found[0]
 
 
 @pytest.fixture(scope="session")

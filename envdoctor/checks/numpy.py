@@ -3,8 +3,9 @@
 torch <= 2.2 was built against NumPy 1.x; 2.3 is the first built against NumPy 2 (pytorch#107302,
 rgommers in pytorch#132179). NumPy 2 prints "A module that was compiled using NumPy 1.x cannot be run
 in NumPy 2.x" and torch falls back to "Numpy is not available" (docs/knowledge/domain-facts.md §8).
-Most other compiled packages built for NumPy 1.x say nothing of it in their metadata, so the installed
-versions are also judged against knowledge/numpy2.csv without importing anything. The reverse, a
+Most other compiled packages built for NumPy 1.x say nothing of it in their metadata, so their installed
+binaries are read (collect/numpy_builds.py: which NumPy core module their extensions import), and what
+they say beats knowledge/numpy2.csv, which judges by version only what no binary told. The reverse, a
 release that requires NumPy 2 beside NumPy 1.x, is its own finding, `numpy.too-old`: a warning, since
 such a wheel was built against NumPy 2 and its project no longer supports NumPy 1.x rather than
 being known to crash there.
@@ -69,8 +70,18 @@ def installed_releases(facts: Mapping[str, Any]) -> Iterator[Tuple[str, Version,
 
 
 def built_for_numpy_1(facts: Mapping[str, Any]) -> Dict[str, NumpyTwoRelease]:
-    """Installed distributions older than their project's first release built for NumPy 2."""
-    return {name: release for name, version, release in installed_releases(facts) if release.built_for_numpy_1(version)}
+    """Installed distributions older than their project's first release built for NumPy 2, unless their
+    own binaries say they were built against NumPy 2 (collect/numpy_builds.py): the artifact beats the table."""
+    builds = view_of(facts, TargetView).numpy_builds
+    return {
+        name: release for name, version, release in installed_releases(facts)
+        if release.built_for_numpy_1(version) and (builds.get(name) or {}).get("numpy") != "2"
+    }
+
+
+def binaries_built_for_numpy_1(facts: Mapping[str, Any]) -> Dict[str, str]:
+    """Installed distributions whose extensions name only NumPy 1.x's core module, with the one that told."""
+    return {name: str(build.get("extension")) for name, build in view_of(facts, TargetView).numpy_builds.items() if build.get("numpy") == "1"}
 
 
 def culprit_line(dist: Mapping[str, Any], reasons: List[str]) -> str:
@@ -78,26 +89,31 @@ def culprit_line(dist: Mapping[str, Any], reasons: List[str]) -> str:
 
 
 def needs_numpy_1(facts: Mapping[str, Any], too_old: Mapping[str, NumpyTwoRelease], by_metadata: Mapping[str, List[str]]) -> List[str]:
-    """One line per distribution that cannot run under `numpy`: by its metadata, by numpy2.csv, or both."""
+    """One line per distribution that cannot run under `numpy`: by its metadata, its binaries, numpy2.csv, or several."""
     dists = view_of(facts, TargetView).distributions
+    by_binary = binaries_built_for_numpy_1(facts)
     lines = []
-    for name in sorted(set(by_metadata) | set(too_old)):
+    for name in sorted((set(by_metadata) | set(too_old) | set(by_binary)) & set(dists)):
         reasons = list(by_metadata.get(name, ()))
+        if name in by_binary:
+            reasons.append(f"built against NumPy 1.x: {by_binary[name]} imports numpy.core._multiarray_umath")
         if name in too_old:
             reasons.append(f"first built for NumPy 2: {too_old[name].first_built}")
         lines.append(culprit_line(dists[name], reasons))
     return lines
 
 
-def numpy_2_builds_upgrade(facts: Mapping[str, Any], too_old: Mapping[str, NumpyTwoRelease], by_metadata: Mapping[str, List[str]]) -> List[Remedy]:
+def numpy_2_builds_upgrade(facts: Mapping[str, Any], too_old: Mapping[str, NumpyTwoRelease], others: Iterable[str]) -> List[Remedy]:
     """Each package built for NumPy 1.x moved to its first release built for NumPy 2 (numpy2.csv), and each
-    whose own metadata refuses NumPy 2 to a newer release than the installed one, in one install."""
-    if not too_old and not by_metadata:
+    other one (its metadata refuses NumPy 2, its binaries were built against 1.x) to a newer release than
+    the installed one, in one install."""
+    others = sorted(set(others) - set(too_old))
+    if not too_old and not others:
         return []
     dists = view_of(facts, TargetView).distributions
     args = sorted(
         [f"{release.project}>={release.first_built}" for _, release in too_old.items()]
-        + [f"{dists[name]['name']}>{dists[name]['version']}" for name in by_metadata if name not in too_old],
+        + [f"{dists[name]['name']}>{dists[name]['version']}" for name in others if name in dists],
         key=str.lower,
     )
     return [Remedy("or upgrade the packages built for NumPy 1.x to releases built for NumPy 2:", view_of(facts, TargetView).installer_command("install", args))]
@@ -142,7 +158,7 @@ def abi_mismatch(facts: Mapping[str, Any]) -> Iterable[Finding]:
         evidence={"numpy": str(numpy), "needs_numpy_1": culprits, "first_built_for_numpy_2": {r.project: str(r.first_built) for r in too_old.values()}},
         remedies=(
             Remedy("Install the last NumPy 1.x:", view_of(facts, TargetView).installer_command("install", ["numpy<2"])),
-            *numpy_2_builds_upgrade(facts, too_old, by_metadata),
+            *numpy_2_builds_upgrade(facts, too_old, set(by_metadata) | set(binaries_built_for_numpy_1(facts))),
             *(torch_upgrade(facts) if old_torch(facts) else ()),
         ),
         references=(

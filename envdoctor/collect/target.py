@@ -13,6 +13,7 @@ import tempfile
 
 from envdoctor.collect.elf import cxx_runtime
 from envdoctor.collect.fatbin import torch_kernels
+from envdoctor.collect.numpy_builds import numpy_builds
 from envdoctor.proc import run_child
 from envdoctor.target import script_source
 
@@ -93,6 +94,7 @@ def installed_torch_kernels(facts: dict):
 def collect(ctx) -> dict:
     facts = run_target_script(ctx.python, "facts", env=ctx.environ)
     facts["torch_kernels"] = installed_torch_kernels(facts)
+    facts["numpy_builds"] = numpy_builds(facts.get("distributions") or ())
     try:
         facts["conda"] = conda(ctx, facts)
     except CollectorError as error:
