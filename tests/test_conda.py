@@ -203,7 +203,7 @@ def test_extension_needs_newer_libstdcxx_than_the_env_loads(mapush_env):
     assert finding["title"].startswith("1 extension(s) need GLIBCXX_3.4.30, but the libstdc++ that loads (")
     assert finding["evidence"]["loaded"]["via"] == "env"
     assert finding["evidence"]["needing"] == [f"{mapush_env.site.relative_to(mapush_env.prefix)}/fancy_ext.cpython-38-x86_64-linux-gnu.so: GLIBCXX_3.4.30 CXXABI_1.3"]
-    assert commands(finding)[0] == f"{mapush_env.root}/bin/conda install -p {mapush_env.prefix} -c conda-forge 'libstdcxx-ng>=12'"
+    assert commands(finding)[0] == f"{mapush_env.root}/bin/conda install -p {mapush_env.prefix} -c conda-forge 'libstdcxx-ng>=12.1'"
 
 
 def test_ld_library_path_runtime_is_the_one_judged(mapush_env, elf_files, tmp_path):

@@ -238,3 +238,9 @@ def test_arch_flags_as_torch_prints_them(flags, sass, ptx):
     recorded = arches.from_arch_flags(flags, "cu128", "2.11.0+cu128", "probe")
     assert (recorded.sass, recorded.ptx) == (sass, ptx)
     assert recorded.covers("2.11.0") and not recorded.covers("2.10.0")
+
+
+def test_the_gcc_that_first_defines_each_glibcxx_version():
+    from envdoctor.knowledge.conda import gcc_providing
+
+    assert [gcc_providing(v) for v in ("3.4.28", "3.4.30", "3.4.32", "3.4.33", "3.4.34", "3.4.35")] == ["9.3", "12.1", "13.2", "14.1", "15.1", None]

@@ -183,7 +183,7 @@ def cxx_remedies(facts, runtime: Mapping[str, Any], wanted: str) -> Tuple[Remedy
     gcc = gcc_providing(wanted)
     upgrade = Remedy(
         f"Give the environment a libstdc++ that provides GLIBCXX_{wanted}" + (f" (GCC {gcc} or newer):" if gcc else ":"),
-        conda_command(facts, "install", ["-c", "conda-forge", f"{LIBSTDCXX}>={gcc.split('.')[0]}" if gcc else LIBSTDCXX]),
+        conda_command(facts, "install", ["-c", "conda-forge", f"{LIBSTDCXX}>={gcc}" if gcc else LIBSTDCXX]),  # 13.1 lacks 3.4.32: the minor counts
     )
     if via == "LD_PRELOAD":
         return (Remedy("LD_PRELOAD forces this libstdc++ into every process; drop it:", "unset LD_PRELOAD"), upgrade)
