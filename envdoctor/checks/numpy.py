@@ -20,6 +20,7 @@ from packaging.requirements import Requirement
 from packaging.version import Version
 
 from envdoctor.checks import check
+from envdoctor.checks.imports import classify, error_line, failed_results
 from envdoctor.checks.wheels import requirements
 from envdoctor.facts import view_of
 from envdoctor.facts.target import TargetView, normalize, parse_version
@@ -79,6 +80,16 @@ def built_for_numpy_1(facts: Mapping[str, Any]) -> Dict[str, NumpyTwoRelease]:
     }
 
 
+def imports_failing_on_numpy_abi(facts: Mapping[str, Any]) -> Dict[str, str]:
+    """Distributions whose modules `check --imports` saw fail with NumPy's ABI message, with what it said:
+    the cause observed, not inferred; imports.failed leaves these to this check under NumPy 2."""
+    found: Dict[str, str] = {}
+    for result in failed_results(facts):
+        if classify(result).kind == "numpy-abi" and result.get("distribution"):
+            found.setdefault(normalize(str(result["distribution"])), f"{result.get('module')} fails to import: {error_line(result)}")
+    return found
+
+
 def binaries_built_for_numpy_1(facts: Mapping[str, Any]) -> Dict[str, str]:
     """Installed distributions whose extensions name only NumPy 1.x's core module, with the one that told."""
     return {name: str(build.get("extension")) for name, build in view_of(facts, TargetView).numpy_builds.items() if build.get("numpy") == "1"}
@@ -91,10 +102,11 @@ def culprit_line(dist: Mapping[str, Any], reasons: List[str]) -> str:
 def needs_numpy_1(facts: Mapping[str, Any], too_old: Mapping[str, NumpyTwoRelease], by_metadata: Mapping[str, List[str]]) -> List[str]:
     """One line per distribution that cannot run under `numpy`: by its metadata, its binaries, numpy2.csv, or several."""
     dists = view_of(facts, TargetView).distributions
-    by_binary = binaries_built_for_numpy_1(facts)
+    by_binary, observed = binaries_built_for_numpy_1(facts), imports_failing_on_numpy_abi(facts)
     lines = []
-    for name in sorted((set(by_metadata) | set(too_old) | set(by_binary)) & set(dists)):
-        reasons = list(by_metadata.get(name, ()))
+    for name in sorted((set(by_metadata) | set(too_old) | set(by_binary) | set(observed)) & set(dists)):
+        reasons = [observed[name]] if name in observed else []
+        reasons += by_metadata.get(name, ())
         if name in by_binary:
             reasons.append(f"built against NumPy 1.x: {by_binary[name]} imports numpy.core._multiarray_umath")
         if name in too_old:
@@ -158,7 +170,7 @@ def abi_mismatch(facts: Mapping[str, Any]) -> Iterable[Finding]:
         evidence={"numpy": str(numpy), "needs_numpy_1": culprits, "first_built_for_numpy_2": {r.project: str(r.first_built) for r in too_old.values()}},
         remedies=(
             Remedy("Install the last NumPy 1.x:", view_of(facts, TargetView).installer_command("install", ["numpy<2"])),
-            *numpy_2_builds_upgrade(facts, too_old, set(by_metadata) | set(binaries_built_for_numpy_1(facts))),
+            *numpy_2_builds_upgrade(facts, too_old, set(by_metadata) | set(binaries_built_for_numpy_1(facts)) | set(imports_failing_on_numpy_abi(facts))),
             *(torch_upgrade(facts) if old_torch(facts) else ()),
         ),
         references=(
