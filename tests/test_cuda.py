@@ -418,9 +418,11 @@ def test_libraries_that_agree_with_the_row_raise_nothing(judged, tmp_path):
     assert "doctor.knowledge-stale" not in found and "cuda.gpu-arch-unsupported" not in found
 
 
-def test_the_probe_speaks_before_the_libraries(judged, tmp_path):
+def test_the_probe_speaks_before_the_libraries_and_a_disagreement_is_said(judged, tmp_path):
     found = with_doctor(judged, probed_report(tmp_path, [volta, torch_as("2.10.0+cu128", "12.8"), read_from_libraries(H100_ARCHES)], arch_list=CU128_210))
     assert "cuda.gpu-arch-unsupported" not in found
+    [disagreement] = [f for f in found["doctor.knowledge-stale"] if "read_from_libraries" in f["evidence"]]
+    assert disagreement["evidence"]["recorded"] == CU128_210 and disagreement["evidence"]["read_from_libraries"] == H100_ARCHES
 
 
 def test_libraries_that_could_not_be_read_leave_the_table_to_judge(judged, tmp_path):

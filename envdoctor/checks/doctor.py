@@ -7,7 +7,9 @@ import shlex
 from typing import Any, Iterable, Mapping, Optional
 
 from envdoctor.checks import check
-from envdoctor.checks.cuda import ARTIFACT_SOURCE, KERNEL_SOURCES, RECORDED_SOURCE, cuda_build, pinned_cuda_runtime, table_kernels, true_kernels
+from envdoctor.checks.cuda import (
+    ARTIFACT_SOURCE, KERNEL_SOURCES, RECORDED_SOURCE, artifact_kernels, cuda_build, pinned_cuda_runtime, recorded_kernels, table_kernels, true_kernels,
+)
 from envdoctor.facts import view_of
 from envdoctor.facts.gpu import GpuView
 from envdoctor.facts.target import TargetView, TorchBuild, normalize
@@ -120,11 +122,27 @@ def tables_know(facts: Mapping[str, Any], build: TorchBuild) -> bool:
     return release is not None and minor_of(build.cuda) in release.cuda and table_kernels(facts, build) is not None
 
 
+def reader_disagrees(build: TorchBuild, probed: arches.ArchList, read: arches.ArchList) -> Finding:
+    """torch's own get_arch_list() and what the fatbin reader read from its libraries differ: the reader,
+    not the table, is wrong, and the verdicts use what torch reported."""
+    return Finding(
+        id="doctor.knowledge-stale",
+        severity=Severity.INFO,
+        title=f"torch {build.build_version} reported {probed.describe()}; envdoctor read {read.describe()} from its libraries",
+        explanation="The GPU verdicts use what torch itself reported to the probe; envdoctor's reading of the fatbins of torch's CUDA libraries disagrees with it.",
+        evidence={"torch": build.build_version, "recorded": list(probed.flags()), "read_from_libraries": list(read.flags())},
+        remedies=(Remedy("Please report it to envdoctor's issue tracker with the JSON report attached, so the reader can be corrected."),),
+    )
+
+
 @check("doctor.knowledge-stale", "The knowledge tables disagree with what the installed torch says, or do not know it", requires=("target",))
 def knowledge_stale(facts: Mapping[str, Any]) -> Iterable[Finding]:
     build = cuda_build(facts)
     if build is None:
         return
+    probed, read = recorded_kernels(facts, build), artifact_kernels(facts, build)
+    if probed is not None and read is not None and probed.kernels != read.kernels:
+        yield reader_disagrees(build, probed, read)
     recorded, row = true_kernels(facts, build), table_kernels(facts, build)
     if recorded is not None and row is not None and recorded.kernels != row.kernels:
         yield stale_arch_row(build, row, recorded)
