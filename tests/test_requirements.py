@@ -14,7 +14,7 @@ from typing import Iterable, Optional
 
 import pytest
 
-from conftest import REPO, assert_checks_ran, changed_report, findings_by_id, pip
+from conftest import REPO, assert_checks_ran, changed_report, findings_by_id, judge_recorded, pip
 from envdoctor.checks.numpy import abi_mismatch, too_old_numpy
 from envdoctor.checks.requirements import unsatisfied
 from envdoctor.fix.installer import Installer
@@ -348,3 +348,22 @@ def test_pin_cuda_11_6_on_python_3_11_plans_a_new_environment_with_the_leaves(ve
     assert rest["summary"] == "Install the rest of this environment's top-level packages: click, matplotlib, packaging, pandas, rich, sb3-contrib, scikit-learn, tqdm"
     assert rest["argv"][-10:-2] == ["click", "matplotlib", "packaging", "pandas", "rich", "sb3-contrib", "scikit-learn", "tqdm"]
     assert not (site / "torch").exists() and len(list(site.glob("*.dist-info"))) == len(ENVIRONMENT)
+
+
+PROBED_H100 = REPO / "reports" / "samples" / "h100-cu130.json"  # every probe stage passed, SB3 learned and saved
+
+
+def sb3_wants_older_gymnasium(facts):
+    sb3 = next(d for d in facts["target"]["distributions"] if d["name"] == "stable_baselines3")
+    sb3["requires"] = ["gymnasium<1.1,>=0.29.1" if r.startswith("gymnasium") else r for r in sb3["requires"]]
+
+
+def test_a_stack_requirement_the_whole_ladder_ran_past_is_a_warning_that_says_so(tmp_path):
+    probed = changed_report(PROBED_H100, tmp_path / "probed.json", sb3_wants_older_gymnasium)
+    [finding] = findings_by_id(judge_recorded(probed, only="requirements"))["requirements.unsatisfied"]
+    assert finding["severity"] == "warning" and "save/load round trip" in finding["evidence"]["disproved_by_probe"]
+    report = json.loads(probed.read_text())
+    report["probe"] = None
+    (tmp_path / "unprobed.json").write_text(json.dumps(report))
+    [unprobed] = findings_by_id(judge_recorded(tmp_path / "unprobed.json", only="requirements"))["requirements.unsatisfied"]
+    assert unprobed["severity"] == "error" and unprobed["title"] == finding["title"]

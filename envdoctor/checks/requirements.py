@@ -98,7 +98,14 @@ def unmet_finding(facts: Mapping[str, Any], requirer: str, unmet: List[Unmet]) -
     )
 
 
-@check("requirements.unsatisfied", "Installed distributions whose requirements the installed versions do not satisfy (pip check, for the target)", requires=("target",))
+# The whole ladder: the stack imported, trained and saved with these versions, so a mismatch inside it did not crash it here.
+WHOLE_LADDER = ("import_numpy", "import_torch", "cpu_ops", "import_gymnasium", "import_sb3", "import_sb3_contrib", "maskable_ppo", "learn", "save_load")
+
+
+@check(
+    "requirements.unsatisfied", "Installed distributions whose requirements the installed versions do not satisfy (pip check, for the target)",
+    requires=("target",), disproved_by=WHOLE_LADDER,
+)
 def unsatisfied(facts: Mapping[str, Any]) -> Iterable[Finding]:
     for requirer, unmet in unmet_requirements(facts).items():
         yield unmet_finding(facts, requirer, unmet)
