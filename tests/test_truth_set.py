@@ -124,3 +124,34 @@ def test_each_combination_is_judged_as_its_sources_say(judged, tmp_path, base, c
 
 def test_the_set_is_as_large_as_it_says():
     assert len(CASES) == 27 and len({case[0] for case in CASES}) == len(CASES)
+
+
+def messy(facts):
+    """One plain venv, five causes: three CUDA wheel families, NumPy 2 under three packages built for 1.x,
+    a CUDA 11 runtime on LD_LIBRARY_PATH (another soname: not a cause), OMP_NUM_THREADS=0, a hidden GPU."""
+    for change in (
+        installed("nvidia-cudnn-cu11", "8.5.0.96"), installed("nvidia-cublas-cu12", "12.1.3.1"),
+        installed("scipy", "1.11.4", "numpy<1.28.0,>=1.21.6"), installed("Bottleneck", "1.3.7", "numpy"), installed("pandas", "2.2.0", "numpy<2,>=1.26.0"),
+    ):
+        change(facts)
+    facts["environ"]["variables"].update(OMP_NUM_THREADS="0", CUDA_VISIBLE_DEVICES="")
+    facts["libraries"]["ld_library_path"] = [
+        {"via": "LD_LIBRARY_PATH", "path": "/usr/local/cuda-11.8/lib64/libcudart.so.11.0", "library": "libcudart", "major": 11, "version": "11.8.89"},
+    ]
+
+
+def test_a_messy_venv_gives_one_finding_per_cause(judged, tmp_path):
+    found = findings_by_id(judged(edited(MEASURED_H100, [messy], tmp_path), only="cuda,wheels,conda,numpy,requirements,threads,gpu", skipped="threads.multiple-openmp"))
+    causes = {check: [f["severity"] for f in found.get(check, [])] for check in (
+        "wheels.mixed-cuda-families", "conda.mixed-cuda", "numpy.abi-mismatch", "threads.oversubscribed", "gpu.devices-hidden",
+    )}
+    assert causes == {
+        "wheels.mixed-cuda-families": ["warning"], "conda.mixed-cuda": [], "numpy.abi-mismatch": ["error"],
+        "threads.oversubscribed": ["warning"], "gpu.devices-hidden": ["warning"],
+    }
+    # the recorded venv's jax wants a newer scipy than the one put in: another cause, said apart; numpy's is not said again
+    unmet = [u["requirement"] for f in found.get("requirements.unsatisfied", []) for u in f["evidence"]["unsatisfied"]]
+    assert unmet and all(u.startswith("scipy") for u in unmet)
+    [numpy] = found["numpy.abi-mismatch"]
+    assert [line.split(" (")[0] for line in numpy["evidence"]["needs_numpy_1"]] == ["Bottleneck 1.3.7", "pandas 2.2.0", "scipy 1.11.4"]
+    assert not [e for e in found.get("cuda.library-shadowing", []) if "libcudart" in str(e["evidence"])]
