@@ -89,7 +89,7 @@ def read_fatbins(path: str, budget: Optional[Counter] = None) -> Tuple[Fatbin, .
     """Every fatbin of the ELF file at `path`; () for a file without any. Raises OSError, NotElf or
     OverflowError (a bound reached) for files it cannot read whole."""
     budget = Counter() if budget is None else budget
-    with open(path, "rb") as stream:
+    with open(path, "rb", buffering=0) as stream:  # header reads are a few dozen bytes apart by megabytes: no read-ahead
         reader = Reader(stream)
         return tuple(f for section in fatbin_sections(reader) for f in fatbins(reader, section, budget))
 
