@@ -20,7 +20,7 @@ from envdoctor.collect import CollectContext, gather, timed
 from envdoctor.collect.imports import ImportOptions
 from envdoctor.collect.imports import collect as collect_imports
 from envdoctor.diagnosis.judge import link_and_rank
-from envdoctor.errors import ReportReadError
+from envdoctor.errors import ReportReadError, TargetReadError
 from envdoctor.files import read_json
 from envdoctor.model import SCHEMA_VERSION, Cause, CheckRun, Finding, Remedy, Report, Severity
 from envdoctor.probe import ProbeOptions, run_probe
@@ -129,6 +129,9 @@ def diagnose(
         probe_result, (facts, timings) = None, (dict(gathered[0]), dict(gathered[1]))
     else:
         probe_result, facts, timings = probed_and_gathered(python, environ, probe, imports)
+    target = facts.get("target")
+    if run is None and isinstance(target, Mapping) and "error" in target:
+        raise TargetReadError(f"cannot read the interpreter {python}: {target['error']}")
     if models:
         facts["models"], timings["collect.models"] = inspected(python, models)
     return judged_report(python, facts, probe_result, selection, timings, environ, redact_paths, run)

@@ -11,3 +11,7 @@ class UsageError(EnvdoctorError):
 
 class ReportReadError(EnvdoctorError):
     """A recorded report could not be read or does not match a schema this version understands."""
+
+
+class TargetReadError(EnvdoctorError):
+    """The diagnosed interpreter's facts could not be read (it did not start, or gave no answer)."""

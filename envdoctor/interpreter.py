@@ -22,8 +22,14 @@ from envdoctor.render.escape import escape_control
 
 OLDEST = (3, 8)
 START_LIMIT_S = 20.0  # a cold start on a slow disk takes seconds; a hang is refused, not waited on
-# Valid Python 2 and 3 both, so an old interpreter answers with its version instead of a SyntaxError.
-IDENTITY_PROGRAM = "import json, platform, sys; print(json.dumps([platform.python_implementation(), list(sys.version_info[:3])]))"
+# Valid Python 2 and 3 both, so an old interpreter answers with its version instead of a SyntaxError; the
+# answer follows a marker on a line of its own, so whatever the interpreter printed as it started (a .pth
+# file, a sitecustomize) cannot run into it.
+IDENTITY_MARK = "envdoctor-identity:"
+IDENTITY_PROGRAM = (
+    "import json, platform, sys; "
+    f"print(''); print('{IDENTITY_MARK}' + json.dumps([platform.python_implementation(), list(sys.version_info[:3])]))"
+)
 VERSION_LINE = re.compile(r"^Python (\d+)\.(\d+)(?:\.(\d+))?", re.MULTILINE)
 PYENV_NOT_FOUND = re.compile(r"^pyenv: (\S+): command not found")
 PYENV_VERSIONS = re.compile(r"exists in these Python versions:\n((?:[ \t]+\S+\n?)+)")
@@ -86,7 +92,7 @@ def answered(result: ChildResult) -> Optional[Identity]:
     if not result.ok:
         return None
     try:
-        name, version = json.loads(result.stdout.strip().splitlines()[-1])
+        name, version = json.loads(result.stdout.rsplit(IDENTITY_MARK, 1)[1])
         return Identity(str(name), tuple(int(part) for part in version))
     except (ValueError, TypeError, IndexError):
         return None

@@ -389,3 +389,20 @@ def models(tmp_path_factory, venvs) -> dict:
     """name → path of every test model, made once per test run."""
     folder = built_once(tmp_path_factory, "sb3-models", lambda folder: make_models(folder, venvs))
     return {path.stem: path for path in folder.glob("*.zip")}
+
+
+NUMPY_1_WHEEL = "bottleneck==1.3.7"
+
+
+@pytest.fixture(scope="session")
+def old_wheel() -> Path:
+    """A real wheel built against NumPy 1.x (Bottleneck 1.3.7, whose extensions NumPy 2 refuses), cached."""
+    folder = Path(os.environ.get("ENVDOCTOR_TEST_WHEELS") or Path.home() / ".cache" / "envdoctor" / "test-wheels")
+    folder.mkdir(parents=True, exist_ok=True)
+    found = list(folder.glob("Bottleneck-1.3.7-cp311-*.whl"))
+    if not found:
+        done = subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:", "-d", str(folder), NUMPY_1_WHEEL], capture_output=True, text=True)
+        if done.returncode:
+            pytest.fail(f"{NUMPY_1_WHEEL} is neither in {folder} nor downloadable: {done.stderr.strip().splitlines()[-1:]}")
+        found = list(folder.glob("Bottleneck-1.3.7-cp311-*.whl"))
+    return found[0]

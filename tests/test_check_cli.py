@@ -229,3 +229,36 @@ def test_checks_are_listed_in_the_registry_order_whichever_module_was_imported_f
     )
     ranks = json.loads(subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, check=True).stdout)
     assert ranks == sorted(ranks) and len(set(ranks)) > 5
+
+
+def venv_with_pth(folder, line: str):
+    """A real venv whose site-packages holds a .pth file with `line`, which site runs at every start."""
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(folder)], check=True)
+    [site] = folder.glob("lib/python*/site-packages")
+    (site / "noise.pth").write_text(line + "\n")
+    return folder / "bin" / "python"
+
+
+@pytest.mark.parametrize("line", [
+    'import sys; sys.stdout.write("hello from a .pth file")',  # no newline: it would run into the facts on stdout
+    'import sys; print("{\\"not\\": \\"the facts\\"}")',
+])
+def test_start_up_noise_on_stdout_does_not_hide_the_target(envdoctor, tmp_path, line):
+    python = venv_with_pth(tmp_path / "noisy", line)
+    run = envdoctor("check", "--python", str(python), "--no-probe", "--no-save", "--only", "doctor", "--json", "-")
+    assert run.returncode == 0, run
+    target = run.json()["facts"]["target"]
+    assert "error" not in target and target["python"]["is_venv"] is True
+    assert {c["status"] for c in run.json()["checks"]} == {"passed"} or "doctor.no-ml-stack" in findings_by_id(run.json())
+
+
+def test_a_target_that_cannot_be_read_is_exit_2_with_the_reason(envdoctor, tmp_path):
+    """A project folder named like a standard module (email/) put first on the venv's sys.path by a .pth
+    line: the interpreter starts, but the facts script cannot run there."""
+    (tmp_path / "project" / "email").mkdir(parents=True)
+    (tmp_path / "project" / "email" / "__init__.py").write_text("raise ImportError('this is the project, not the standard email')\n")
+    python = venv_with_pth(tmp_path / "shadowed", f"import sys; sys.path.insert(0, {str(tmp_path / 'project')!r})")
+    run = envdoctor("check", "--python", str(python), "--no-probe", "--no-save", "--json", "-")
+    assert run.returncode == 2, run
+    assert "Traceback" not in run.stderr and len(run.stderr.strip().splitlines()) == 1
+    assert f"cannot read the interpreter {python}" in run.stderr and "this is the project" in run.stderr

@@ -203,7 +203,7 @@ def test_extension_needs_newer_libstdcxx_than_the_env_loads(mapush_env):
     assert finding["title"].startswith("1 extension(s) need GLIBCXX_3.4.30, but the libstdc++ that loads (")
     assert finding["evidence"]["loaded"]["via"] == "env"
     assert finding["evidence"]["needing"] == [f"{mapush_env.site.relative_to(mapush_env.prefix)}/fancy_ext.cpython-38-x86_64-linux-gnu.so: GLIBCXX_3.4.30 CXXABI_1.3"]
-    assert commands(finding)[0] == f"{mapush_env.root}/bin/conda install -p {mapush_env.prefix} -c conda-forge 'libstdcxx-ng>=12'"
+    assert commands(finding)[0] == f"{mapush_env.root}/bin/conda install -p {mapush_env.prefix} -c conda-forge 'libstdcxx-ng>=12.1'"
 
 
 def test_ld_library_path_runtime_is_the_one_judged(mapush_env, elf_files, tmp_path):
@@ -448,3 +448,16 @@ def test_conda_openmp_names_the_runtimes_the_probe_saw_loaded(mapush_env):
     judged = engine.judge(facts, probe, engine.Selection(only=("conda.openmp-mixed",)))
     [finding] = [f for f in judged.findings if f.id == "conda.openmp-mixed"]
     assert finding.evidence["probe_loaded"] == [r["filepath"] for r in loaded]
+
+
+def test_conda_cuda_mixed_with_two_pip_families_is_one_finding(mapush_report, tmp_path):
+    def pip_cu11(facts):
+        site = next(d["location"] for d in facts["target"]["distributions"] if d["name"] == "nvidia-cublas-cu12")
+        facts["target"]["distributions"].append({"name": "nvidia-cudnn-cu11", "version": "8.5.0.96", "location": site, "requires": []})
+
+    run = run_envdoctor("check", "--from", str(changed_report(mapush_report, tmp_path / "r.json", pip_cu11)), "--only", "conda,wheels", "--json", "-")
+    found = findings_by_id(run.json())
+    assert "wheels.mixed-cuda-families" not in found
+    [finding] = found["conda.mixed-cuda"]
+    assert finding["evidence"]["pip"] == {"11": ["nvidia-cudnn-cu11==8.5.0.96"], "12": ["nvidia-cublas-cu12==12.1.3.1"]}
+    assert not [c for c in commands(finding) if "X.Y" in c]

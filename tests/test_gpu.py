@@ -137,3 +137,28 @@ def test_a_busy_gpu_points_to_the_freest_other_one(judged, tmp_path):
 
 def test_h100_idle_memory_is_not_flagged(judged):
     assert "gpu.memory-low" not in findings_by_id(judged(H100, only="gpu"))
+
+
+def visible_devices(value):
+    def change(facts):
+        facts["environ"]["variables"]["CUDA_VISIBLE_DEVICES"] = value
+    return change
+
+
+@pytest.mark.parametrize("value, hidden", [("", True), ("-1", True), ("NoDevFiles", True), ("1", True), ("0", False), ("0,1", False), ("GPU-8d0f3c1e", False)])
+def test_cuda_visible_devices_that_hide_every_gpu(judged, tmp_path, value, hidden):
+    found = findings_by_id(judged(changed_report(H100, tmp_path / "r.json", visible_devices(value)), only="gpu"))
+    assert ("gpu.devices-hidden" in found) is hidden
+    if hidden:
+        [finding] = found["gpu.devices-hidden"]
+        assert finding["severity"] == "warning" and finding["evidence"]["CUDA_VISIBLE_DEVICES"] == value
+        assert [r["command"] for r in finding["remedies"]] == ["unset CUDA_VISIBLE_DEVICES", "export CUDA_VISIBLE_DEVICES=0"]
+
+
+def test_an_empty_cuda_visible_devices_without_a_gpu_is_nothing(judged, tmp_path):
+    def no_gpu(facts):
+        visible_devices("")(facts)
+        facts["gpu"] = {"source": "none", "driver": None, "gpus": [], "reason": "no NVIDIA driver"}
+
+    report = judged(changed_report(H100, tmp_path / "r.json", no_gpu), only="gpu", skipped="gpu")
+    assert "gpu.devices-hidden" not in findings_by_id(report)

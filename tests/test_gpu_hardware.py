@@ -47,3 +47,15 @@ def test_the_probe_runs_a_cuda_matmul(envdoctor, smi_gpus):
     assert stages["cuda_init"]["details"]["capability"] == smi_gpus[0]["compute_cap"]
     assert stages["cuda_init"]["details"]["kernels_for_device"] is True
     assert stages["cuda_matmul"]["status"] == "passed"
+
+
+def test_the_kernels_read_from_torchs_libraries_are_its_arch_list(envdoctor, smi_gpus):
+    """The fatbin reader against torch itself: the same arch list, and no knowledge-stale on a standard install."""
+    report = envdoctor("check", "--no-save", "--only", "cuda,doctor,probe", "--json", "-").json()
+    kernels = report["facts"]["target"].get("torch_kernels")
+    stages = {s["id"]: s for s in (report["probe"] or {}).get("stages", ())}
+    recorded = (stages.get("cuda_init") or {}).get("details", {}).get("arch_list")
+    if not kernels or recorded is None:
+        pytest.skip("the interpreter running the tests has no CUDA build of torch, or the probe did not reach CUDA")
+    assert kernels["arch_list"] == recorded
+    assert "doctor.knowledge-stale" not in {f["id"] for f in report["findings"]}

@@ -18,7 +18,7 @@ from typing import Callable, Dict, List, Tuple
 import pytest
 
 from conftest import run_envdoctor
-from envdoctor.interpreter import IDENTITY_PROGRAM
+from envdoctor.interpreter import IDENTITY_MARK, IDENTITY_PROGRAM
 
 PYENV_MESSAGE = """pyenv: {command}: command not found
 
@@ -91,7 +91,7 @@ def fake_python2(folder: Path):
 
 
 def fake_pypy(folder: Path):
-    fake = script(folder / "pypy3", """echo '["PyPy", [3, 10, 14]]'""")
+    fake = script(folder / "pypy3", f"""echo; echo '{IDENTITY_MARK}["PyPy", [3, 10, 14]]'""")  # as the identity program prints
     return str(fake), [f"{fake} is PyPy 3.10.14; envdoctor diagnoses CPython 3.8 and newer"]
 
 

@@ -201,6 +201,30 @@ def test_the_audited_rows():
     assert "installer" in drivers.requirement("11.8").source and "522.06" in drivers.requirement("11.8").source
 
 
+def test_ptx_rows_follow_what_the_wheels_hold():
+    assert arches.arch_list("cu130", "2.11.0").ptx == () and arches.arch_list("cu130", "2.10.0").ptx == ("12.0",)
+    assert arches.support("12.0", "cu124", "2.5.1") is None  # RTX 5090 on the 2.5.1 PyPI wheel: no kernel image
+    assert arches.support("12.1", "cu130", "2.13.0") == arches.SASS  # sm_121 runs the sm_120 cubins
+
+
+# torch 2.13 DEVICE_REQUIREMENT, code SM -> device SMs (arch-sources.md "Platforms and Tegra")
+@pytest.mark.parametrize("cubin, device, runs", [
+    ("8.0", "8.6", True), ("8.0", "8.9", True), ("8.6", "8.0", False), ("8.0", "8.7", False), ("8.6", "8.7", False),
+    ("8.7", "8.7", True), ("8.7", "8.9", False), ("7.0", "7.2", False), ("7.2", "7.5", False), ("5.0", "5.3", False),
+    ("10.0", "10.1", False), ("10.0", "10.3", True), ("10.1", "11.0", True), ("11.0", "11.0", True), ("12.0", "12.1", True),
+    ("9.0", "10.0", False),
+])
+def test_cubins_run_as_torchs_device_requirement_says(cubin, device, runs):
+    assert arches.cubin_runs(cubin, device) is runs
+
+
+def test_aarch64_has_its_own_arch_lists():
+    assert arches.supported_capabilities("cu130", "2.13.0", arches.AARCH64) == ("8.0", "9.0", "10.0", "11.0", "12.0")
+    assert arches.variants_supporting("11.0", "2.13.0", arches.AARCH64) == ("cu130", "cu132")
+    assert arches.variants_supporting("11.0", "2.13.0") == ()
+    assert arches.platform_of("arm64") == arches.AARCH64 and arches.platform_of("AMD64") == arches.X86_64
+
+
 @pytest.mark.parametrize(
     "flags, sass, ptx",
     [
@@ -214,3 +238,9 @@ def test_arch_flags_as_torch_prints_them(flags, sass, ptx):
     recorded = arches.from_arch_flags(flags, "cu128", "2.11.0+cu128", "probe")
     assert (recorded.sass, recorded.ptx) == (sass, ptx)
     assert recorded.covers("2.11.0") and not recorded.covers("2.10.0")
+
+
+def test_the_gcc_that_first_defines_each_glibcxx_version():
+    from envdoctor.knowledge.conda import gcc_providing
+
+    assert [gcc_providing(v) for v in ("3.4.28", "3.4.30", "3.4.32", "3.4.33", "3.4.34", "3.4.35")] == ["9.3", "12.1", "13.2", "14.1", "15.1", None]

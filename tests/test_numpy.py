@@ -23,10 +23,10 @@ def install_torch(python: Path, version: str, cuda: str) -> None:
     (package / "version.py").write_text(f"__version__ = '{version}+cu{cuda.replace('.', '')}'\ncuda = '{cuda}'\nhip = None\n")
 
 
-def check(envdoctor, python: Path) -> dict:
-    run = envdoctor("check", "--python", str(python), "--no-save", "--no-probe", "--only", "numpy", "--json", "-")
+def check(envdoctor, python: Path, only: str = "numpy") -> dict:
+    run = envdoctor("check", "--python", str(python), "--no-save", "--no-probe", "--only", only, "--json", "-")
     assert run.returncode in (0, 1), run
-    assert_checks_ran(run.json(), "numpy")
+    assert_checks_ran(run.json(), only)
     return findings_by_id(run.json())
 
 
@@ -39,7 +39,9 @@ def test_package_that_needs_numpy_1_beside_numpy_2(envdoctor, venvs):
     [finding] = check(envdoctor, python)["numpy.abi-mismatch"]
     assert finding["severity"] == "error"
     assert finding["evidence"]["needs_numpy_1"] == ["oldext 0.9 (numpy<2,>=1.21)"]
-    assert [r["command"] for r in finding["remedies"]] == [f"{python} -m pip install 'numpy<2'"]
+    assert [r["command"] for r in finding["remedies"]] == [f"{python} -m pip install 'numpy<2'", f"{python} -m pip install 'oldext>0.9'"]
+    [unmet] = check(envdoctor, python, "numpy,requirements")["requirements.unsatisfied"]  # numpy<2 is said once, above
+    assert [u["requirement"] for u in unmet["evidence"]["unsatisfied"]] == ["scipy"]
 
 
 def test_numpy_1_build_without_upper_bound_beside_numpy_2(envdoctor, venvs):

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import pyenv_python, run_envdoctor
+from conftest import findings_by_id, pyenv_python, run_envdoctor
 from envdoctor.probe import ladder
 
 pytestmark = pytest.mark.slow
@@ -120,3 +120,16 @@ def test_ladder_runs_under_a_bare_python(minor):
     assert probe["stages"][0]["status"] == "passed" and probe["stages"][0]["details"]["version"].startswith(minor + ".")
     assert {s["status"] for s in probe["stages"][1:]} == {"skipped"}
     assert [s["id"] for s in probe["stages"]] == list(ladder.IDS)
+
+
+@pytest.mark.slow
+def test_a_local_folder_that_shadows_an_installed_package_is_named_by_the_default_check(envdoctor, venvs, tmp_path):
+    python = venvs.get("probe-numpy-only", ["numpy"])
+    (tmp_path / "numpy").mkdir()  # a package of the project that happens to be called numpy
+    (tmp_path / "numpy" / "__init__.py").write_text("")
+    run = envdoctor("check", "--python", str(python), "--only", "probe", "--json", "-", "--no-save")
+    assert run.returncode == 1, run
+    [finding] = findings_by_id(run.json())["probe.import-error"]
+    assert finding["evidence"]["shadowed_by"] == str(tmp_path / "numpy")
+    assert "shadowed by" in finding["title"] and "Reinstalling does not help" in finding["explanation"]
+    assert finding["remedies"][0]["command"].startswith(f"mv {tmp_path / 'numpy'} ")

@@ -14,7 +14,8 @@ from typing import Iterable, Optional
 
 import pytest
 
-from conftest import REPO, assert_checks_ran, changed_report, findings_by_id, pip
+from conftest import REPO, assert_checks_ran, changed_report, findings_by_id, judge_recorded, pip
+from envdoctor.checks.numpy import abi_mismatch, too_old_numpy
 from envdoctor.checks.requirements import unsatisfied
 from envdoctor.fix.installer import Installer
 from envdoctor.fix.mixed_wheels import plan_mixed_wheels
@@ -147,19 +148,27 @@ def judged(f: dict) -> dict:
     return {finding.evidence["requirer"]: finding for finding in unsatisfied(f)}
 
 
-def test_scipy_needing_numpy_1_beside_numpy_2_is_an_error_with_both_fixes():
-    [finding] = judged(facts(dist("scipy", "1.11.4", *SCIPY_REQUIRES), dist("numpy", "2.4.6"))).values()
+def test_scipy_needing_numpy_1_beside_numpy_2_is_one_finding_of_the_numpy_check():
+    f = facts(dist("scipy", "1.11.4", *SCIPY_REQUIRES), dist("numpy", "2.4.6"))
+    assert judged(f) == {}
+    [finding] = abi_mismatch(f)
     assert finding.severity.value == "error"
-    assert finding.title == "scipy 1.11.4 requires numpy<1.28.0,>=1.21.6 (2.4.6 is installed)"
-    assert finding.evidence == {"requirer": "scipy 1.11.4", "unsatisfied": [{"requirement": "numpy<1.28.0,>=1.21.6", "installed": "2.4.6"}]}
-    assert [r.command for r in finding.remedies] == [f"{PY} -m pip install 'numpy<1.28.0,>=1.21.6'", f"{PY} -m pip install --upgrade scipy"]
+    assert finding.evidence["needs_numpy_1"] == ["scipy 1.11.4 (numpy<1.28.0,>=1.21.6; first built for NumPy 2: 1.13.0)"]
+    assert [r.command for r in finding.remedies] == [f"{PY} -m pip install 'numpy<2'", f"{PY} -m pip install 'scipy>=1.13.0'"]
+
+
+def test_a_release_requiring_numpy_2_under_numpy_1_is_one_finding_of_the_numpy_check():
+    f = facts(dist("pandas", "3.1.0", "numpy>=2.0.0"), dist("numpy", "1.26.4"))
+    assert judged(f) == {}
+    [finding] = too_old_numpy(f)
+    assert finding.evidence["requires_numpy_2"] == ["pandas 3.1.0 (numpy>=2.0.0)"]
 
 
 @pytest.mark.parametrize("requirer,requirement,installed,severity", [
     ("tqdm", "colorama", (), "warning"),  # missing, outside the stack
     ("pandas", "pytz>=2020.1", (dist("pytz", "2019.3"),), "warning"),
     ("stable-baselines3", "cloudpickle", (), "error"),  # the requirer is in the stack
-    ("opencv-python", "numpy>=2", (dist("numpy", "1.26.4"),), "error"),  # numpy is the one that conflicts
+    ("opencv-python", "numpy>=2.2", (dist("numpy", "2.1.0"),), "error"),  # numpy is the one that conflicts
     ("tensorboard", "torch", (), "error"),
 ])
 def test_unmet_requirements_and_their_severity(requirer, requirement, installed, severity):
@@ -205,10 +214,10 @@ def test_an_extra_counts_when_an_installed_distribution_asks_for_it_even_through
 
 
 def test_one_finding_per_requirer_with_every_unmet_requirement_and_the_uv_command():
-    f = facts(dist("app", "1.0", "numpy<2", "missing[extra]>=3"), dist("numpy", "2.0.0"), uv="/usr/bin/uv")
+    f = facts(dist("app", "1.0", "numpy>=2.1", "missing[extra]>=3"), dist("numpy", "2.0.0"), uv="/usr/bin/uv")
     [finding] = unsatisfied(f)
-    assert finding.title == "app 1.0 requires numpy<2 (2.0.0 is installed); missing[extra]>=3 (not installed)"
-    assert finding.remedies[0].command == f"/usr/bin/uv pip install --python {PY} 'numpy<2' 'missing[extra]>=3'"
+    assert finding.title == "app 1.0 requires numpy>=2.1 (2.0.0 is installed); missing[extra]>=3 (not installed)"
+    assert finding.remedies[0].command == f"/usr/bin/uv pip install --python {PY} 'numpy>=2.1' 'missing[extra]>=3'"
 
 
 def test_torch_cuda_pins_are_left_to_wheels_torch_pins():
@@ -317,12 +326,12 @@ def test_real_wheel_with_a_folded_license_beside_numpy_2(venvs, envdoctor, tmp_p
     python = venvs.get("scipy-like-numpy2", ["numpy>=2"])
     wheel = build_wheel(tmp_path, "scipy", "1.11.4", SCIPY_REQUIRES, SCIPY_LICENSE)
     pip(["install", "-q", "--no-deps", "--no-index", str(wheel)], python)
-    run = envdoctor("check", "--no-probe", "--no-save", "--only", "requirements", "--python", str(python), "--json", "-")
+    run = envdoctor("check", "--no-probe", "--no-save", "--only", "requirements,numpy", "--python", str(python), "--json", "-")
     assert run.returncode == 1, run
-    [finding] = findings_by_id(run.json())["requirements.unsatisfied"]
-    numpy = subprocess.run([str(python), "-c", "import numpy; print(numpy.__version__)"], capture_output=True, text=True, check=True).stdout.strip()
-    assert finding["evidence"] == {"requirer": "scipy 1.11.4", "unsatisfied": [{"requirement": "numpy<1.28.0,>=1.21.6", "installed": numpy}]}
-    assert finding["severity"] == "error" and finding["remedies"][0]["command"] == f"{python} -m pip install 'numpy<1.28.0,>=1.21.6'"
+    found = findings_by_id(run.json())
+    assert "requirements.unsatisfied" not in found  # numpy<1.28 beside NumPy 2 is the numpy check's one finding
+    [finding] = found["numpy.abi-mismatch"]
+    assert finding["evidence"]["needs_numpy_1"] == ["scipy 1.11.4 (numpy<1.28.0,>=1.21.6; first built for NumPy 2: 1.13.0)"]
     consistent = envdoctor("check", "--no-probe", "--no-save", "--only", "requirements", "--python", sys.executable, "--json", "-")
     assert consistent.returncode == 0 and "requirements.unsatisfied" not in findings_by_id(consistent.json()), consistent
 
@@ -341,3 +350,22 @@ def test_pin_cuda_11_6_on_python_3_11_plans_a_new_environment_with_the_leaves(ve
     assert rest["summary"] == "Install the rest of this environment's top-level packages: " + ", ".join(leaves_in_majors)
     assert rest["argv"][-7:-2] == leaves_in_majors and "numpy<2" in rest["argv"]
     assert not (site / "torch").exists() and len(list(site.glob("*.dist-info"))) == len(ENVIRONMENT)
+
+
+PROBED_H100 = REPO / "reports" / "samples" / "h100-cu130.json"  # every probe stage passed, SB3 learned and saved
+
+
+def sb3_wants_older_gymnasium(facts):
+    sb3 = next(d for d in facts["target"]["distributions"] if d["name"] == "stable_baselines3")
+    sb3["requires"] = ["gymnasium<1.1,>=0.29.1" if r.startswith("gymnasium") else r for r in sb3["requires"]]
+
+
+def test_a_stack_requirement_the_whole_ladder_ran_past_is_a_warning_that_says_so(tmp_path):
+    probed = changed_report(PROBED_H100, tmp_path / "probed.json", sb3_wants_older_gymnasium)
+    [finding] = findings_by_id(judge_recorded(probed, only="requirements"))["requirements.unsatisfied"]
+    assert finding["severity"] == "warning" and "save/load round trip" in finding["evidence"]["disproved_by_probe"]
+    report = json.loads(probed.read_text())
+    report["probe"] = None
+    (tmp_path / "unprobed.json").write_text(json.dumps(report))
+    [unprobed] = findings_by_id(judge_recorded(tmp_path / "unprobed.json", only="requirements"))["requirements.unsatisfied"]
+    assert unprobed["severity"] == "error" and unprobed["title"] == finding["title"]

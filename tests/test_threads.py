@@ -1,5 +1,7 @@
 """Thread checks, with the variables set in the environment envdoctor runs in."""
 
+import pytest
+
 from conftest import assert_checks_ran, findings_by_id, write_host_root
 
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "NUMEXPR_NUM_THREADS", "KMP_DUPLICATE_LIB_OK")
@@ -32,10 +34,21 @@ def test_nested_openmp_counts_use_the_outer_level(envdoctor):
 
 
 def test_values_the_libraries_ignore_are_reported(envdoctor):
-    found = threads_report(envdoctor, {"OPENBLAS_NUM_THREADS": "auto"})
+    found = threads_report(envdoctor, {"OPENBLAS_NUM_THREADS": "auto", "OMP_NUM_THREADS": "0"})
     (finding,) = found["threads.oversubscribed"]
-    assert finding["evidence"]["variables"] == {"OPENBLAS_NUM_THREADS": "auto"}
-    assert "ignore" in finding["title"]
+    assert finding["evidence"]["variables"] == {"OMP_NUM_THREADS": "0", "OPENBLAS_NUM_THREADS": "auto"}
+    assert "ignore" in finding["title"] and "was not measured" in finding["explanation"]
+
+
+@pytest.mark.slow
+def test_an_invalid_value_keeps_what_libgomp_said_and_what_the_probe_measured(envdoctor):
+    run = envdoctor("check", "--no-save", "--only", "threads", "--json", "-", env={"OMP_NUM_THREADS": "0", "MKL_NUM_THREADS": "abc"}, unset=THREAD_VARIABLES)
+    assert run.returncode == 0, run
+    (finding,) = findings_by_id(run.json())["threads.oversubscribed"]
+    assert finding["evidence"]["variables"] == {"OMP_NUM_THREADS": "0", "MKL_NUM_THREADS": "abc"}
+    assert finding["evidence"]["library_messages"] == ["libgomp: Invalid value for environment variable OMP_NUM_THREADS"]
+    measured = finding["evidence"]["measured_threads"]
+    assert f"torch {measured['torch']}" in finding["explanation"] and "one thread per core" not in finding["explanation"]
 
 
 def test_limits_within_the_cpus_are_quiet(envdoctor):

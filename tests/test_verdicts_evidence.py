@@ -69,7 +69,8 @@ def add_mixed_wheels(facts: dict) -> None:
         facts["target"]["distributions"].append({"name": name, "version": version, "location": "/x", "requires": []})
 
 
-# Severity follows the evidence: mixed CUDA wheel families
+# One severity per cause, whatever the path: mixed CUDA wheel families can crash another package, so a warning;
+# a probe that passed beside them says so
 
 
 @pytest.mark.slow
@@ -77,19 +78,19 @@ def test_mixed_families_beside_a_cpu_torch_whose_probe_passed_are_a_warning(tmp_
     report = with_probe(no_probe_report, tmp_path / "r.json", clamped_probe, add_mixed_wheels)
     (finding,) = judged(report, "wheels")["wheels.mixed-cuda-families"]
     assert finding["severity"] == "warning"
-    assert "CPU-only" in finding["explanation"] and "probe passed" in finding["explanation"]
+    assert "probe disproved" in finding["explanation"] and "CPU-only" in finding["evidence"]["disproved_by_probe"]
     assert set(finding["evidence"]["families"]) == {"cu11", "cu12"}
 
 
-def test_mixed_families_beside_a_cpu_torch_without_a_probe_stay_an_error(tmp_path, no_probe_report):
+def test_mixed_families_beside_a_cpu_torch_without_a_probe_are_the_same_warning(tmp_path, no_probe_report):
     (finding,) = judged(changed_report(no_probe_report, tmp_path / "r.json", add_mixed_wheels), "wheels")["wheels.mixed-cuda-families"]
-    assert finding["severity"] == "error"
+    assert finding["severity"] == "warning" and finding["evidence"]["disproved_by_probe"] is None
 
 
 @pytest.mark.slow
-def test_mixed_families_beside_a_cuda_torch_stay_an_error_even_when_the_probe_passed(tmp_path, clamped_probe):
+def test_mixed_families_beside_a_cuda_torch_are_the_same_warning(tmp_path, clamped_probe):
     (finding,) = judged(with_probe(H100, tmp_path / "r.json", clamped_probe, add_mixed_wheels), "wheels")["wheels.mixed-cuda-families"]
-    assert finding["severity"] == "error"
+    assert finding["severity"] == "warning"
 
 
 # Severity follows the evidence: oversubscribed thread pools

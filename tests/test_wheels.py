@@ -33,10 +33,11 @@ def add(facts: dict, name: str, version: str) -> None:
 @pytest.mark.slow
 def test_real_venv_with_cu11_and_cu12_runtimes(envdoctor, venvs):
     python = venvs.get("cuda-families", ["nvidia-cuda-runtime-cu11", "nvidia-cuda-runtime-cu12"])
-    run = envdoctor("check", "--python", str(python), "--no-save", "--no-probe", "--only", "wheels", "--json", "-")
+    run = envdoctor("check", "--python", str(python), "--no-save", "--no-probe", "--only", "wheels,conda", "--fail-on", "warning", "--json", "-")
     assert run.returncode == 1, run
     [finding] = findings_by_id(run.json())["wheels.mixed-cuda-families"]
-    assert finding["severity"] == "error"
+    assert finding["severity"] == "warning"
+    assert "conda.mixed-cuda" not in findings_by_id(run.json())  # a plain venv: one cause, one finding
     assert "nvidia-cuda-runtime-cu11==" in finding["explanation"] and "nvidia-cuda-runtime-cu12==" in finding["explanation"]
     assert set(finding["evidence"]["families"]) == {"cu11", "cu12"}
     assert [r["command"] for r in finding["remedies"]] == [

@@ -18,12 +18,14 @@ ENTRY_POINT_GROUP = "envdoctor.checks"
 
 @dataclass(frozen=True)
 class Check:
-    """A registered check: its stable id, a one-line summary, and the fact sections it reads."""
+    """A registered check: its stable id, a one-line summary, the fact sections it reads, and the probe
+    stages whose passing disproves the crash it fears (checks/disproof.py)."""
 
     id: str
     summary: str
     requires: Tuple[str, ...]
     function: CheckFunction
+    disproved_by: Tuple[str, ...] = ()
 
     @property
     def domain(self) -> str:
@@ -33,13 +35,14 @@ class Check:
 CHECKS: List[Check] = []
 
 
-def check(id: str, summary: str, requires: Iterable[str] = ()) -> Callable[[CheckFunction], CheckFunction]:
-    """Register the decorated function as the check `id`; `requires` names the facts it needs."""
+def check(id: str, summary: str, requires: Iterable[str] = (), disproved_by: Iterable[str] = ()) -> Callable[[CheckFunction], CheckFunction]:
+    """Register the decorated function as the check `id`; `requires` names the facts it needs, and
+    `disproved_by` the probe stages that, all passed, make its findings at most a warning."""
 
     def register(function: CheckFunction) -> CheckFunction:
         if any(existing.id == id for existing in CHECKS):
             raise ValueError(f"check id {id!r} is registered twice")
-        CHECKS.append(Check(id, summary, tuple(requires), function))
+        CHECKS.append(Check(id, summary, tuple(requires), function, tuple(disproved_by)))
         return function
 
     return register

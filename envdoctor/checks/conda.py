@@ -27,6 +27,7 @@ from envdoctor.facts import view_of
 from envdoctor.facts.conda import CondaView, listing, mapping, shown
 from envdoctor.facts.probe import openmp_runtimes
 from envdoctor.facts.target import TargetView, normalize
+from envdoctor.knowledge import minor_of
 from envdoctor.knowledge.conda import gcc_providing
 from envdoctor.model import Finding, Remedy, Severity
 
@@ -69,12 +70,21 @@ def removal_remedies(facts, conda_side: Mapping[str, list], pip_side: Mapping[st
     return tuple(remedies)
 
 
+def pin_cuda_remedy(facts: Mapping[str, Any]) -> Tuple[Remedy, ...]:
+    """The whole stack rebuilt for the CUDA torch was built with; none without a CUDA torch to say which."""
+    build = view_of(facts, TargetView).torch_build
+    if build is None or not build.cuda:
+        return ()
+    python = shlex.quote(view_of(facts, TargetView).executable)
+    return (Remedy(f"Or let envdoctor plan the stack for CUDA {minor_of(build.cuda)} alone (add --apply to carry it out):", f"envdoctor fix --pin-cuda {minor_of(build.cuda)} --python {python}"),)
+
+
 @check("conda.mixed-cuda", "CUDA libraries of more than one CUDA major from conda and pip in one environment", requires=("target",))
 def mixed_cuda(facts: Mapping[str, Any]) -> Iterable[Finding]:
     conda_side, pip_side = conda_of(facts).conda_cuda_majors(), conda_of(facts).pip_cuda_majors()
     majors = sorted(set(conda_side) | set(pip_side), key=int)
-    if len(majors) < 2:
-        return
+    if not conda_side or len(majors) < 2:
+        return  # pip's wheels alone are wheels.mixed-cuda-families' to report
     needed = torch_cuda_major(facts)
     described = "; ".join(
         [f"conda CUDA {m}: {', '.join(shown(r) for r in conda_side[m])}" for m in conda_side]
@@ -98,7 +108,7 @@ def mixed_cuda(facts: Mapping[str, Any]) -> Iterable[Finding]:
             "pip": {m: [pinned(d) for d in ds] for m, ds in pip_side.items()},
             "torch_cuda": needed,
         },
-        remedies=remedies + (Remedy(f"Or rebuild the stack for one CUDA: envdoctor fix --pin-cuda X.Y --python {shlex.quote(view_of(facts, TargetView).executable)}"),),
+        remedies=remedies + pin_cuda_remedy(facts),
         references=("https://github.com/pytorch/pytorch/issues/91067",),
     )
 
@@ -173,7 +183,7 @@ def cxx_remedies(facts, runtime: Mapping[str, Any], wanted: str) -> Tuple[Remedy
     gcc = gcc_providing(wanted)
     upgrade = Remedy(
         f"Give the environment a libstdc++ that provides GLIBCXX_{wanted}" + (f" (GCC {gcc} or newer):" if gcc else ":"),
-        conda_command(facts, "install", ["-c", "conda-forge", f"{LIBSTDCXX}>={gcc.split('.')[0]}" if gcc else LIBSTDCXX]),
+        conda_command(facts, "install", ["-c", "conda-forge", f"{LIBSTDCXX}>={gcc}" if gcc else LIBSTDCXX]),  # 13.1 lacks 3.4.32: the minor counts
     )
     if via == "LD_PRELOAD":
         return (Remedy("LD_PRELOAD forces this libstdc++ into every process; drop it:", "unset LD_PRELOAD"), upgrade)

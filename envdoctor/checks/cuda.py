@@ -22,6 +22,7 @@ from envdoctor.facts.environ import EnvironView
 from envdoctor.facts.gpu import GpuView
 from envdoctor.facts.libraries import LibrariesView
 from envdoctor.facts.probe import probe_of
+from envdoctor.facts.system import SystemView
 from envdoctor.facts.target import TargetView, TorchBuild
 from envdoctor.knowledge import arches, drivers, minor_of, torch_matrix, version_tuple, wheels
 from envdoctor.knowledge.drivers import DRIVER_DOWNLOAD
@@ -34,6 +35,7 @@ COMPATIBILITY_DOC = "https://docs.nvidia.com/deploy/cuda-compatibility/minor-ver
 
 VariantFilter = Callable[[TorchRelease, str], bool]
 RECORDED_SOURCE = "torch.cuda.get_arch_list() recorded by the probe"
+ARTIFACT_SOURCE = "the fatbins of torch's CUDA libraries"
 RUNTIME_WHEELS = ("nvidia-cuda-runtime", "cuda-toolkit")
 
 
@@ -52,9 +54,14 @@ def driver_runs(facts: Mapping[str, Any], cuda: str, via_ptx: bool = False) -> b
     return have[0] >= wanted[0] if wanted[0] >= 11 and not via_ptx else have >= wanted
 
 
+def wheel_platform(facts: Mapping[str, Any]) -> str:
+    """x86_64 or aarch64: whose arch lists apply, from the diagnosed interpreter's machine (else the host's)."""
+    return arches.platform_of(view_of(facts, TargetView).python.get("machine") or view_of(facts, SystemView).machine or arches.X86_64)
+
+
 def arch_support(facts: Mapping[str, Any], release: TorchRelease, cuda: str) -> List[Optional[str]]:
     tag = torch_matrix.variant_tag(cuda)
-    return [arches.support(g["compute_capability"], tag, release.torch) for g in view_of(facts, GpuView).gpus if g.get("compute_capability")]
+    return [arches.support(g["compute_capability"], tag, release.torch, wheel_platform(facts)) for g in view_of(facts, GpuView).gpus if g.get("compute_capability")]
 
 
 def runs_here(facts: Mapping[str, Any], release: TorchRelease, cuda: str) -> bool:
@@ -123,17 +130,31 @@ def recorded_kernels(facts: Mapping[str, Any], build: TorchBuild) -> Optional[ar
     flags = recorded_cuda(facts, build).get("arch_list")
     if flags is None:
         return None
-    return arches.from_arch_flags(flags, torch_matrix.variant_tag(build.cuda), build.version, RECORDED_SOURCE)
+    return arches.from_arch_flags(flags, torch_matrix.variant_tag(build.cuda), build.version, RECORDED_SOURCE, wheel_platform(facts))
 
 
-def table_kernels(build: TorchBuild) -> Optional[arches.ArchList]:
-    return arches.arch_list(torch_matrix.variant_tag(build.cuda), build.version)
+def artifact_kernels(facts: Mapping[str, Any], build: TorchBuild) -> Optional[arches.ArchList]:
+    """The kernels read from the installed torch's libraries (collect/fatbin.py), when they were read whole."""
+    flags = view_of(facts, TargetView).torch_kernels.get("arch_list")
+    if not flags:
+        return None
+    return arches.from_arch_flags(flags, torch_matrix.variant_tag(build.cuda), build.version, ARTIFACT_SOURCE, wheel_platform(facts))
+
+
+def true_kernels(facts: Mapping[str, Any], build: TorchBuild) -> Optional[arches.ArchList]:
+    """What the installed torch itself says it ships: as it reported to the probe, else as its libraries hold."""
+    return recorded_kernels(facts, build) or artifact_kernels(facts, build)
+
+
+def table_kernels(facts: Mapping[str, Any], build: TorchBuild) -> Optional[arches.ArchList]:
+    return arches.arch_list(torch_matrix.variant_tag(build.cuda), build.version, wheel_platform(facts))
 
 
 def shipped_kernels(facts: Mapping[str, Any], build: TorchBuild) -> Optional[arches.ArchList]:
-    """The kernels of the installed build: as torch reported them when the probe ran, else the table's row;
-    None when neither knows (a torch or variant newer than the tables), which is never read as "fine"."""
-    return recorded_kernels(facts, build) or table_kernels(build)
+    """The kernels of the installed build: as torch reported them when the probe ran, else as its libraries'
+    fatbins hold them, else the table's row; None when none knows (a torch or variant newer than the
+    tables, its libraries unread), which is never read as "fine"."""
+    return true_kernels(facts, build) or table_kernels(facts, build)
 
 
 def pinned_cuda_runtime(facts: Mapping[str, Any]) -> Optional[str]:
@@ -151,7 +172,10 @@ def pinned_cuda_runtime(facts: Mapping[str, Any]) -> Optional[str]:
     return None
 
 
-@check("cuda.driver-too-old", "The NVIDIA driver is too old for the CUDA runtime torch was built with", requires=("target", "gpu"))
+@check(
+    "cuda.driver-too-old", "The NVIDIA driver is too old for the CUDA runtime torch was built with",
+    requires=("target", "gpu"), disproved_by=("cuda_init", "cuda_matmul"),
+)
 def driver_too_old(facts: Mapping[str, Any]) -> Iterable[Finding]:
     build = cuda_build(facts)
     if build is None or not view_of(facts, GpuView).driver:
@@ -192,12 +216,22 @@ def driver_too_old(facts: Mapping[str, Any]) -> Iterable[Finding]:
     )
 
 
+KERNEL_SOURCES = {RECORDED_SOURCE: "as torch itself reported to the probe", ARTIFACT_SOURCE: "as read from the fatbins of its CUDA libraries"}
+
+
+def tegra_note(capability: str) -> str:
+    if capability not in arches.IGPU_ONLY:
+        return ""
+    return (f"Compute capability {capability} is a Tegra (Jetson) GPU: it runs only cubins built for it, not those of the "
+            "discrete GPUs of its major (torch's DEVICE_REQUIREMENT). ")
+
+
 def arch_finding(facts, build: TorchBuild, gpu: Mapping[str, Any], tag: str, shipped: arches.ArchList) -> Finding:
     capability = gpu["compute_capability"]
     release = torch_matrix.find(build.version)
 
     def supported(candidate: TorchRelease, cuda: str) -> bool:
-        return arches.support(capability, torch_matrix.variant_tag(cuda), candidate.torch) == arches.SASS and driver_runs(facts, cuda)
+        return arches.support(capability, torch_matrix.variant_tag(cuda), candidate.torch, wheel_platform(facts)) == arches.SASS and driver_runs(facts, cuda)
 
     alternative = choose_variant(facts, release, supported)
     remedies = reinstall_remedies(facts, build, *alternative, why=f"it has kernels for sm_{capability.replace('.', '')}") if alternative else [
@@ -208,11 +242,15 @@ def arch_finding(facts, build: TorchBuild, gpu: Mapping[str, Any], tag: str, shi
         severity=Severity.ERROR,
         title=f"GPU {gpu.get('index')} ({gpu.get('name')}, sm_{capability.replace('.', '')}) has no kernels in torch {build.build_version} ({tag})",
         explanation=(
-            f"The {tag} build of torch ships kernels for {shipped.describe()} ({'as torch itself reported to the probe' if shipped.source == RECORDED_SOURCE else 'knowledge table arches.csv'}). A cubin runs only on GPUs "
+            f"The {tag} build of torch ships kernels for {shipped.describe()} ({KERNEL_SOURCES.get(shipped.source, 'knowledge table arches.csv')}). A cubin runs only on GPUs "
             "of the same major capability, so CUDA calls on this GPU fail with \"no kernel image is available for execution "
-            "on the device\". Variants with kernels for it: " + (", ".join(arches.variants_supporting(capability)) or "none") + "."
+            "on the device\". " + tegra_note(capability) + f"{wheel_platform(facts)} variants with kernels for it: "
+            + (", ".join(arches.variants_supporting(capability, platform=wheel_platform(facts))) or "none") + "."
         ),
-        evidence={"gpu": gpu.get("name"), "compute_capability": capability, "variant": tag, "shipped": list(shipped.sass), "ptx": list(shipped.ptx), "arch_list_source": shipped.source},
+        evidence={
+            "gpu": gpu.get("name"), "compute_capability": capability, "variant": tag, "platform": wheel_platform(facts),
+            "shipped": list(shipped.sass), "ptx": list(shipped.ptx), "arch_list_source": shipped.source,
+        },
         remedies=tuple(remedies),
         references=("https://pytorch.org/get-started/locally/",),
     )
@@ -276,18 +314,21 @@ def same_version(a: str, b: str) -> bool:
 
 
 def shadowing_severity(entry: Mapping[str, Any], wheel_major: Optional[int], wheel_version: str) -> Optional[Severity]:
-    """LD_PRELOAD always wins; LD_LIBRARY_PATH mixes sub-libraries of one soname (error) or brings another
-    major (warning). The linker cache only answers bare-soname lookups that torch's RPATH and preloading
-    do not reach: on an H100 with torch 2.11+cu130 and a cached system cuDNN 9.14, every cuDNN library in
-    the process was the wheel's 9.19 (reports/samples/h100-cu130-cudnn-maps.txt), so it is only a note."""
+    """A copy of another soname major (libcudart.so.11.0 beside the wheel's libcudart.so.12) never stands in
+    for the wheel's: the loader looks libraries up by soname. Of the same soname, LD_PRELOAD always wins
+    (error); LD_LIBRARY_PATH mixes sub-libraries of one soname (error) unless it is the same version. A
+    preloaded other major is loaded into every process all the same (warning). The linker cache only answers
+    bare-soname lookups that torch's RPATH and preloading do not reach: on an H100 with torch 2.11+cu130 and
+    a cached system cuDNN 9.14, every cuDNN library in the process was the wheel's 9.19
+    (reports/samples/h100-cu130-cudnn-maps.txt), so it is only a note."""
     same_major = entry["major"] == wheel_major
     if entry["via"] == "LD_PRELOAD":
-        return Severity.ERROR
+        return Severity.ERROR if same_major else Severity.WARNING
+    if not same_major:
+        return None
     if entry["via"] == "LD_LIBRARY_PATH":
-        if same_major:
-            return None if same_version(entry["version"], wheel_version) else Severity.ERROR
-        return Severity.WARNING
-    if entry["library"].startswith("libcudnn") and same_major and not same_version(entry["version"], wheel_version):
+        return None if same_version(entry["version"], wheel_version) else Severity.ERROR
+    if entry["library"].startswith("libcudnn") and not same_version(entry["version"], wheel_version):
         return Severity.INFO
     return None
 
@@ -319,6 +360,9 @@ def library_shadowing(facts: Mapping[str, Any]) -> Iterable[Finding]:
     if not offending:
         return
     worst = max((e["severity"] for e in offending), key=lambda s: s.rank)
+    build = cuda_build(facts)
+    if build is None:  # torch loads none of the wheels' CUDA libraries; another package still may
+        worst = min(worst, Severity.WARNING, key=lambda s: s.rank)
     yield Finding(
         id="cuda.library-shadowing",
         severity=worst,
@@ -329,6 +373,8 @@ def library_shadowing(facts: Mapping[str, Any]) -> Iterable[Finding]:
             "libcublasLt and cuDNN finds its sub-libraries; the linker cache answers only bare-soname lookups that nothing "
             "else resolved, e.g. from a library imported before torch. Two versions of one library in a process end in "
             "\"undefined symbol\", cuDNN version errors or a segfault inside libcuda."
+            + ("" if build else " The installed torch is no CUDA build, so it loads none of these libraries: only another "
+               "package that loads the NVIDIA wheels' CUDA libraries is at risk.")
         ),
         evidence={"libraries": [{k: (v.value if isinstance(v, Severity) else v) for k, v in e.items()} for e in offending]},
         remedies=shadowing_remedies(facts, offending),

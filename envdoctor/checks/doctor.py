@@ -7,7 +7,9 @@ import shlex
 from typing import Any, Iterable, Mapping, Optional
 
 from envdoctor.checks import check
-from envdoctor.checks.cuda import cuda_build, pinned_cuda_runtime, recorded_kernels, table_kernels
+from envdoctor.checks.cuda import (
+    ARTIFACT_SOURCE, KERNEL_SOURCES, RECORDED_SOURCE, artifact_kernels, cuda_build, pinned_cuda_runtime, recorded_kernels, table_kernels, true_kernels,
+)
 from envdoctor.facts import view_of
 from envdoctor.facts.gpu import GpuView
 from envdoctor.facts.target import TargetView, TorchBuild, normalize
@@ -59,21 +61,28 @@ def no_ml_stack(facts: Mapping[str, Any]) -> Iterable[Finding]:
 
 
 def arch_row_name(row: arches.ArchList) -> str:
-    return f"arches.csv {row.variant} for torch {row.torch_from}–{row.torch_to}"
+    return f"arches.csv {row.variant} ({row.platform}) for torch {row.torch_from}–{row.torch_to}"
 
 
 def stale_arch_row(build: TorchBuild, row: arches.ArchList, recorded: arches.ArchList) -> Finding:
     return Finding(
         id="doctor.knowledge-stale",
         severity=Severity.INFO,
-        title=f"The knowledge table row {arch_row_name(row)} says {row.describe()}; torch {build.build_version} itself reported {recorded.describe()}",
+        title=f"The knowledge table row {arch_row_name(row)} says {row.describe()}; torch {build.build_version} itself ships {recorded.describe()}",
         explanation=(
-            f"The probe recorded torch.cuda.get_arch_list() = {recorded.describe()}; the table says {row.describe()} ({row.source}). "
-            "The GPU verdicts of this report use what torch reported; the table row is out of date or describes another build of the same version."
+            f"The kernels of the installed torch, {KERNEL_SOURCES[recorded.source]}, are {recorded.describe()}; the table says "
+            f"{row.describe()} ({row.source}). The GPU verdicts of this report use the installed torch's own; the table row "
+            "is out of date or describes another build of the same version."
         ),
-        evidence={"torch": build.build_version, "variant": row.variant, "row": arch_row_name(row), "table": list(row.flags()), "recorded": list(recorded.flags())},
+        evidence={
+            "torch": build.build_version, "variant": row.variant, "row": arch_row_name(row), "table": list(row.flags()),
+            "recorded": list(recorded.flags()), "source": recorded.source,
+        },
         remedies=(Remedy("Please report it to envdoctor's issue tracker with the JSON report attached, so the table can be corrected."),),
     )
+
+
+ARCH_SUPPORT = {RECORDED_SOURCE: "recorded by the probe", ARTIFACT_SOURCE: "read from its libraries"}
 
 
 def unknown_to_tables(facts: Mapping[str, Any], build: TorchBuild, recorded: Optional[arches.ArchList]) -> Finding:
@@ -84,11 +93,11 @@ def unknown_to_tables(facts: Mapping[str, Any], build: TorchBuild, recorded: Opt
     runtime = f"CUDA {build.cuda} from torch/version.py" + (f", the NVIDIA runtime wheel its metadata pins is CUDA {pinned}" if pinned else "")
     present = [g for g in view_of(facts, GpuView).gpus if g.get("compute_capability")]
     if recorded is not None:
-        kernels = f"Its GPU kernels are those it reported to the probe: {recorded.describe()}."
+        kernels = f"Its GPU kernels, {KERNEL_SOURCES[recorded.source]}, are {recorded.describe()}."
     elif present:
         kernels = (
             "Whether " + ", ".join(f"GPU {g.get('index')} ({g.get('name')}, sm_{g['compute_capability'].replace('.', '')})" for g in present)
-            + " has kernels in it is unknown: no probe recorded torch.cuda.get_arch_list(), and no arch list is guessed."
+            + " has kernels in it is unknown: no probe recorded torch.cuda.get_arch_list(), its libraries' fatbins were not read, and no arch list is guessed."
         )
     else:
         kernels = ""
@@ -99,7 +108,7 @@ def unknown_to_tables(facts: Mapping[str, Any], build: TorchBuild, recorded: Opt
         explanation=f"torch_matrix.csv and arches.csv have no row for torch {minor_of(build.version)} with {tag}. The driver verdict uses {runtime}. {kernels}".strip(),
         evidence={
             "torch": build.build_version, "variant": tag, "version_py_cuda": build.cuda, "pinned_cuda_runtime": pinned,
-            "arch_support": "recorded by the probe" if recorded is not None else "unknown",
+            "arch_support": ARCH_SUPPORT.get(recorded.source) if recorded is not None else "unknown",
         },
         remedies=(() if recorded is not None or not present else (
             Remedy("Let torch report its own kernels: run the check with the probe (it is on unless --no-probe):",
@@ -108,9 +117,22 @@ def unknown_to_tables(facts: Mapping[str, Any], build: TorchBuild, recorded: Opt
     )
 
 
-def tables_know(build: TorchBuild) -> bool:
+def tables_know(facts: Mapping[str, Any], build: TorchBuild) -> bool:
     release = torch_matrix.find(build.version)
-    return release is not None and minor_of(build.cuda) in release.cuda and table_kernels(build) is not None
+    return release is not None and minor_of(build.cuda) in release.cuda and table_kernels(facts, build) is not None
+
+
+def reader_disagrees(build: TorchBuild, probed: arches.ArchList, read: arches.ArchList) -> Finding:
+    """torch's own get_arch_list() and what the fatbin reader read from its libraries differ: the reader,
+    not the table, is wrong, and the verdicts use what torch reported."""
+    return Finding(
+        id="doctor.knowledge-stale",
+        severity=Severity.INFO,
+        title=f"torch {build.build_version} reported {probed.describe()}; envdoctor read {read.describe()} from its libraries",
+        explanation="The GPU verdicts use what torch itself reported to the probe; envdoctor's reading of the fatbins of torch's CUDA libraries disagrees with it.",
+        evidence={"torch": build.build_version, "recorded": list(probed.flags()), "read_from_libraries": list(read.flags())},
+        remedies=(Remedy("Please report it to envdoctor's issue tracker with the JSON report attached, so the reader can be corrected."),),
+    )
 
 
 @check("doctor.knowledge-stale", "The knowledge tables disagree with what the installed torch says, or do not know it", requires=("target",))
@@ -118,8 +140,11 @@ def knowledge_stale(facts: Mapping[str, Any]) -> Iterable[Finding]:
     build = cuda_build(facts)
     if build is None:
         return
-    recorded, row = recorded_kernels(facts, build), table_kernels(build)
+    probed, read = recorded_kernels(facts, build), artifact_kernels(facts, build)
+    if probed is not None and read is not None and probed.kernels != read.kernels:
+        yield reader_disagrees(build, probed, read)
+    recorded, row = true_kernels(facts, build), table_kernels(facts, build)
     if recorded is not None and row is not None and recorded.kernels != row.kernels:
         yield stale_arch_row(build, row, recorded)
-    if not tables_know(build):
+    if not tables_know(facts, build):
         yield unknown_to_tables(facts, build, recorded)

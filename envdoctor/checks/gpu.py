@@ -1,4 +1,4 @@
-"""GPU checks: a GPU whose memory other processes already hold.
+"""GPU checks: a GPU whose memory other processes already hold, and GPUs CUDA_VISIBLE_DEVICES hides.
 
 CUDA running out of memory inside a native library (cuDNN, cuBLAS workspaces, PhysX) often surfaces
 as a segfault rather than a clean "CUDA out of memory" (docs/knowledge/domain-facts.md §8: isaac-sim/
@@ -11,6 +11,7 @@ from typing import Any, Iterable, List, Mapping, Optional
 
 from envdoctor.checks import check
 from envdoctor.facts import view_of
+from envdoctor.facts.environ import EnvironView
 from envdoctor.facts.gpu import GpuView
 from envdoctor.model import Finding, Remedy, Severity
 from envdoctor.words import gib
@@ -70,3 +71,37 @@ def memory_low(facts: Mapping[str, Any]) -> Iterable[Finding]:
             },
             remedies=memory_remedies(gpu, present),
         )
+
+
+def hiding_value(value: str, count: int) -> bool:
+    """Whether CUDA_VISIBLE_DEVICES leaves no GPU visible: CUDA keeps the devices listed before the first
+    entry that names none (an index out of range, a word), so an empty value, -1 or a bad first entry
+    hides them all (CUDA C++ Programming Guide, "CUDA Environment Variables"). UUIDs (GPU-..., MIG-...)
+    are taken as naming a device."""
+    first = value.split(",")[0].strip()
+    if first.startswith(("GPU-", "MIG-")):
+        return False
+    return not (first.isdigit() and int(first) < count)
+
+
+@check("gpu.devices-hidden", "CUDA_VISIBLE_DEVICES hides every GPU the driver sees", requires=("environ", "gpu"))
+def devices_hidden(facts: Mapping[str, Any]) -> Iterable[Finding]:
+    present = view_of(facts, GpuView).gpus
+    value = view_of(facts, EnvironView).variables.get("CUDA_VISIBLE_DEVICES")
+    if value is None or not present or not hiding_value(value, len(present)):
+        return
+    yield Finding(
+        id="gpu.devices-hidden",
+        severity=Severity.WARNING,
+        title=f"CUDA_VISIBLE_DEVICES={value!r} hides all {len(present)} GPU(s) ({present[0].get('name')}) from CUDA",
+        explanation=(
+            "CUDA shows a process only the devices CUDA_VISIBLE_DEVICES lists before its first entry that names no device; "
+            "with this value that is none, so torch.cuda.is_available() is False and training silently runs on the CPU."
+        ),
+        evidence={"CUDA_VISIBLE_DEVICES": value, "gpus": [g.get("name") for g in present]},
+        remedies=(
+            Remedy("Show CUDA every GPU:", "unset CUDA_VISIBLE_DEVICES"),
+            Remedy("Or name the GPUs to use by index:", "export CUDA_VISIBLE_DEVICES=" + ",".join(str(g.get("index", i)) for i, g in enumerate(present))),
+        ),
+        references=("https://docs.nvidia.com/cuda/cuda-c-programming-guide/index.html#cuda-environment-variables",),
+    )

@@ -224,11 +224,17 @@ def failed_results(facts: Mapping[str, Any]) -> List[Mapping[str, Any]]:
     return [r for r in import_facts(facts).get("modules", ()) if r.get("status") != "ok"]
 
 
+def left_to_numpy(facts: Mapping[str, Any], result: Mapping[str, Any]) -> bool:
+    """A NumPy-ABI failure under NumPy 2 is one cause with the others numpy.abi-mismatch names: said there, once."""
+    numpy = view_of(facts, TargetView).installed_version("numpy")
+    return numpy is not None and numpy.major >= 2 and classify(result).kind == "numpy-abi"
+
+
 @check("imports.failed", "An installed distribution's top-level module fails to import in a fresh interpreter", requires=("imports",))
 def failed(facts: Mapping[str, Any]) -> Iterable[Finding]:
     shadowed = import_facts(facts).get("shadowed", ())
     for result in failed_results(facts):
-        if not shadow_of(result, shadowed):  # the shadowing file is the cause: imports.shadowed names it
+        if not shadow_of(result, shadowed) and not left_to_numpy(facts, result):  # a shadowing file: imports.shadowed names it
             yield failure_finding(facts, result)
 
 

@@ -7,12 +7,13 @@ Facts: docs/knowledge/sb3-model-files.md §1, §6 (the probe, "construct" import
 
 from __future__ import annotations
 
+import os
 import shlex
 from typing import Any, Iterable, Mapping, Optional, Sequence, Tuple
 
 from envdoctor.capture import stacks
 from envdoctor.checks import check
-from envdoctor.checks.imports import location_of, shadow_remedies, shadowing_path
+from envdoctor.checks.imports import inside, location_of, shadow_remedies, shadowing_path
 from envdoctor.facts import view_of
 from envdoctor.facts.probe import probe_of
 from envdoctor.facts.target import TargetView
@@ -150,11 +151,45 @@ def error_evidence(stage: StageResult) -> dict:
     return {"stage": stage.id, "type": error.get("type"), "message": error.get("message"), "innermost_frames": frames_text(error.get("frames"))[:4]}
 
 
+def shadowed_origin(facts: Mapping[str, Any], stage: StageResult) -> Optional[Tuple[str, str, str]]:
+    """(module, the local file or folder it was imported from, the installed distribution's location) when
+    a failed import stage's module came from outside the distribution installed for it."""
+    origins = (stage.error or {}).get("origins")
+    for module, origin in (origins.items() if isinstance(origins, Mapping) else ()):
+        location = location_of(facts, str(module))
+        if not isinstance(origin, str) or not location:
+            continue
+        local = origin if os.path.basename(origin.rstrip(os.sep)) == module else shadowing_path(({"file": origin},), str(module), location)
+        if local and not inside(local, location):
+            return str(module), local, location
+    return None
+
+
+def shadowed_import(facts: Mapping[str, Any], stage: StageResult, module: str, local: str, location: str) -> Finding:
+    error = stage.error or {}
+    return Finding(
+        id="probe.import-error",
+        severity=Severity.ERROR,
+        title=f"'{stage.title}' fails: {module} is shadowed by {local}, not the installed one in {location}",
+        explanation=(
+            f"`import {module}` ran {local}, which comes first on sys.path (the working directory or PYTHONPATH), instead of "
+            f"the installed {module} in {location}; it then failed with {error.get('type')}: {first_line(error.get('message'))}. "
+            "Reinstalling does not help while the local copy is there."
+        ),
+        evidence={**error_evidence(stage), "shadowed_by": local, "location": location},
+        remedies=shadow_remedies(facts, module, local),
+    )
+
+
 @check("probe.import-error", "Importing numpy, torch, gymnasium or SB3 raised an exception", requires=("probe",))
 def import_error(facts: Mapping[str, Any]) -> Iterable[Finding]:
     for stage in probe_of(facts).stages:
         error = stage.error or {}
         if stage.status is not StageStatus.FAILED or stage.id not in IMPORT_STAGES or error.get("circular_import"):
+            continue
+        shadow = shadowed_origin(facts, stage)
+        if shadow:
+            yield shadowed_import(facts, stage, *shadow)
             continue
         yield Finding(
             id="probe.import-error",

@@ -4,7 +4,8 @@ the requirements in effect for it (facts/requirements.py, the graph the fix plan
 Python imports whatever is
 installed: a package run against a version of a dependency it does not accept fails at import or,
 for a compiled one, crashes (scipy 1.11 built for NumPy 1 under NumPy 2). torch's CUDA pins are left
-to `wheels.torch-pins`, which judges them with more care.
+to `wheels.torch-pins`, and requirements broken across NumPy's 1.x/2.x line to `numpy.abi-mismatch` and
+`numpy.too-old`, which judge them with more care: one finding per cause.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import Any, Dict, Iterable, List, Mapping, Optional, Tuple
 from packaging.requirements import Requirement
 
 from envdoctor.checks import check
+from envdoctor.checks.numpy import major_conflict
 from envdoctor.checks.wheels import pin_problems, requirement_text
 from envdoctor.facts import view_of
 from envdoctor.facts.requirements import requirements_in_effect
@@ -39,10 +41,13 @@ def unmet_requirements(facts: Mapping[str, Any]) -> Dict[str, List[Unmet]]:
     installed version (None: not installed)."""
     installed = view_of(facts, TargetView).distributions
     judged_elsewhere = [p.requirement for p in pin_problems(facts)]
+    numpy = view_of(facts, TargetView).installed_version("numpy")
     unmet: Dict[str, List[Unmet]] = {}
     for requirer, requirements in sorted(requirements_in_effect(view_of(facts, TargetView)).items()):
         for requirement in requirements:
             dist = installed.get(normalize(requirement.name))
+            if numpy is not None and major_conflict(requirement, numpy):
+                continue
             if not satisfied(requirement, dist) and requirement not in judged_elsewhere:
                 unmet.setdefault(requirer, []).append((requirement, dist.get("version") if dist else None))
     return unmet
@@ -93,7 +98,14 @@ def unmet_finding(facts: Mapping[str, Any], requirer: str, unmet: List[Unmet]) -
     )
 
 
-@check("requirements.unsatisfied", "Installed distributions whose requirements the installed versions do not satisfy (pip check, for the target)", requires=("target",))
+# The whole ladder: the stack imported, trained and saved with these versions, so a mismatch inside it did not crash it here.
+WHOLE_LADDER = ("import_numpy", "import_torch", "cpu_ops", "import_gymnasium", "import_sb3", "import_sb3_contrib", "maskable_ppo", "learn", "save_load")
+
+
+@check(
+    "requirements.unsatisfied", "Installed distributions whose requirements the installed versions do not satisfy (pip check, for the target)",
+    requires=("target",), disproved_by=WHOLE_LADDER,
+)
 def unsatisfied(facts: Mapping[str, Any]) -> Iterable[Finding]:
     for requirer, unmet in unmet_requirements(facts).items():
         yield unmet_finding(facts, requirer, unmet)

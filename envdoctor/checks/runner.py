@@ -7,6 +7,7 @@ import traceback
 from typing import Any, Callable, Iterable, List, Mapping, Tuple
 
 from envdoctor.checks import Check
+from envdoctor.checks.disproof import applied
 from envdoctor.checks.subjects import absence
 from envdoctor.facts import CachedFacts, Unrecorded, first_unrecorded
 from envdoctor.model import NOT_RECORDED, CheckRun, CheckStatus, Finding, Remedy, Severity
@@ -55,6 +56,8 @@ def run_one(check: Check, facts: Mapping[str, Any], accept: Callable[[Check, Ite
         return [], CheckRun(check.id, CheckStatus.SKIPPED, 0.0, reason)
     try:
         findings = accept(check, check.function(facts))
+        if check.disproved_by:
+            findings = applied(findings, facts, check.disproved_by)
         reason = "" if findings else absence(check.id, facts)
         status = CheckStatus.FOUND if findings else CheckStatus.SKIPPED if reason else CheckStatus.PASSED
     except Exception as error:

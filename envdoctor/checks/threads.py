@@ -85,7 +85,7 @@ def oversubscribed(facts: Mapping[str, Any]) -> Iterable[Finding]:
     cpus = view_of(facts, CpuView).usable_cpus
     env = view_of(facts, EnvironView).variables
     too_many = {n: env[n] for n in THREAD_VARIABLES if n in env and cpus and (thread_count(env[n]) or 0) > cpus}
-    unreadable = {n: env[n] for n in THREAD_VARIABLES if n in env and thread_count(env[n]) is None}
+    invalid = {n: env[n] for n in THREAD_VARIABLES if n in env and not thread_count(env[n])}
     if too_many:
         measured = measured_threads(facts)
         severity, explanation = oversubscription_verdict(measured, cpus)
@@ -98,15 +98,33 @@ def oversubscribed(facts: Mapping[str, Any]) -> Iterable[Finding]:
             evidence={"variables": too_many, "usable_cpus": cpus, "measured_threads": measured or None},
             remedies=(Remedy("Limit the pools to the usable CPUs:", f"export {export_lines(cpus)}"),),
         )
-    if unreadable:
-        yield Finding(
-            id="threads.oversubscribed",
-            severity=Severity.WARNING,
-            title="Thread-pool variables hold values the libraries ignore",
-            explanation="A value that is not a positive integer is ignored, so the library starts one thread per core.",
-            evidence={"variables": unreadable},
-            remedies=(Remedy("Set a plain number, e.g.:", f"export {export_lines(cpus or 1)}"),),
-        )
+    if invalid:
+        yield invalid_values(facts, invalid, cpus)
+
+
+def invalid_values(facts: Mapping[str, Any], invalid: Mapping[str, str], cpus: int) -> Finding:
+    """0 or a word where a thread count belongs: the libraries ignore it (libgomp says so on stderr) and
+    fall back to their own default; what that default came to is the probe's measurement, not a guess."""
+    probe = probe_of(facts)
+    said = [m for m in (probe.library_messages if probe else ()) if any(name in m for name in invalid)]
+    measured = measured_threads(facts)
+    settings = " ".join(f"{name}={value or chr(34) * 2}" for name, value in invalid.items())
+    measurement = (
+        f"The probe measured {measured_text(measured)} threads in the running process."
+        if measured else "Which default the libraries took was not measured (the probe did not reach its thread-pool stage)."
+    )
+    return Finding(
+        id="threads.oversubscribed",
+        severity=Severity.WARNING,
+        title=f"{settings}: not a positive thread count, so the libraries ignore it",
+        explanation=(
+            "OpenMP and the BLAS libraries take only a positive integer; they ignore 0 or text and fall back to their own "
+            "default, so the limit meant here is not applied"
+            + (f" (the library said: {'; '.join(said)})" if said else "") + ". " + measurement
+        ),
+        evidence={"variables": dict(invalid), "library_messages": said, "measured_threads": measured or None, "usable_cpus": cpus},
+        remedies=(Remedy("Set a positive number, e.g. one thread per worker process or the usable CPUs:", f"export {export_lines(cpus or 1)}"),),
+    )
 
 
 @check("threads.kmp-duplicate-lib-ok", "KMP_DUPLICATE_LIB_OK hides two OpenMP runtimes in one process", requires=("environ",))

@@ -18,6 +18,7 @@ from packaging.version import Version
 
 from envdoctor.checks import check
 from envdoctor.facts import view_of
+from envdoctor.facts.conda import CondaView
 from envdoctor.facts.probe import probe_of
 from envdoctor.facts.requirements import applies
 from envdoctor.facts.target import TargetView, normalize, parse_version
@@ -147,10 +148,18 @@ def mixed_family_remedies(facts, grouped, needed: Optional[str]) -> Tuple[Remedy
     ) + (planned_fix(facts),)
 
 
+def conda_mixes_cuda(facts: Mapping[str, Any]) -> bool:
+    """Whether conda's own CUDA packages take part in the mixing: then conda.mixed-cuda reports the one
+    cause, pip's wheels listed inside it, with conda's commands."""
+    conda = view_of(facts, CondaView)
+    conda_side = conda.conda_cuda_majors()
+    return bool(conda_side) and len(set(conda_side) | set(conda.pip_cuda_majors())) > 1
+
+
 @check("wheels.mixed-cuda-families", "NVIDIA CUDA wheels of more than one CUDA family in one environment", requires=("target",))
 def mixed_cuda_families(facts: Mapping[str, Any]) -> Iterable[Finding]:
     grouped = view_of(facts, TargetView).families
-    if len(grouped) < 2:
+    if len(grouped) < 2 or conda_mixes_cuda(facts):
         return
     build = view_of(facts, TargetView).torch_build
     needed = wheels.torch_family(build.cuda) if build else None
@@ -158,21 +167,25 @@ def mixed_cuda_families(facts: Mapping[str, Any]) -> Iterable[Finding]:
     unused = cpu_torch_probed_fine(facts)
     yield Finding(
         id="wheels.mixed-cuda-families",
-        severity=Severity.WARNING if unused else Severity.ERROR,
+        severity=Severity.WARNING,
         title=f"NVIDIA wheels of {len(grouped)} CUDA families are installed together ({', '.join(grouped)})",
         explanation=(
-            f"{family_summary(grouped)}. {reason}. The cu11 and cu12 wheels unpack into the same "
-            "nvidia/<library>/lib folders, and an extension built for the other family loads its CUDA libraries "
-            "into the same process: mismatched cuBLAS/cuDNN sub-libraries end in undefined symbols or segfaults."
-            + (f" Here {unused}, so nothing probed loads them: a risk only for another package that loads CUDA." if unused else "")
+            f"{family_summary(grouped)}. {reason}. The families' libraries have different sonames, so torch loads only "
+            "its own; the danger is an extension built for the other family (TensorFlow, onnxruntime-gpu, bitsandbytes) "
+            "loading its CUDA libraries into the same process, where mismatched cuBLAS/cuDNN sub-libraries end in "
+            "undefined symbols or segfaults, and an uninstall of one family removing files the other shares."
+            + (f" The probe disproved a crash of torch here: {unused}." if unused else "")
         ),
-        evidence={"families": {f: [pinned(d) for d in ds] for f, ds in grouped.items()}, "torch_needs": needed},
+        evidence={"families": {f: [pinned(d) for d in ds] for f, ds in grouped.items()}, "torch_needs": needed, "disproved_by_probe": unused},
         remedies=mixed_family_remedies(facts, grouped, needed),
         references=("https://github.com/pytorch/pytorch/issues/91067", "https://github.com/pytorch/pytorch/issues/104808"),
     )
 
 
-@check("wheels.torch-pins", "Installed NVIDIA wheels differ from the versions torch pins", requires=("target",))
+@check(
+    "wheels.torch-pins", "Installed NVIDIA wheels differ from the versions torch pins",
+    requires=("target",), disproved_by=("import_torch", "cuda_init", "cuda_matmul"),
+)
 def torch_pins(facts: Mapping[str, Any]) -> Iterable[Finding]:
     problems = pin_problems(facts)
     if not problems:

@@ -56,6 +56,24 @@ def torch_build_facts(value: Any) -> Mapping[str, Any]:
     return build
 
 
+def torch_kernels_facts(value: Any) -> Mapping[str, Any]:
+    """What collect/fatbin.py read from torch's CUDA libraries: an arch list of flags, or an error."""
+    kernels = expect(value, Mapping, {})
+    for flag in expect(kernels.get("arch_list"), list, []):
+        expect(flag, str)
+    expect(kernels.get("error"), (str, type(None)))
+    return kernels
+
+
+def numpy_builds_facts(value: Any) -> Mapping[str, Mapping[str, Any]]:
+    """What collect/numpy_builds.py read: distribution name -> {"numpy": "1" or "2", "extension": path}."""
+    builds = expect(value, Mapping, {})
+    for name, build in builds.items():
+        expect(name, str)
+        expect(expect(build, Mapping).get("numpy"), str)
+    return {normalize(name): build for name, build in builds.items()}
+
+
 def distribution(entry: Any) -> Mapping[str, Any]:
     expect(entry, Mapping)
     expect(entry["name"], str)
@@ -73,6 +91,8 @@ class TargetView:
     distribution_list: Tuple[Mapping[str, Any], ...] = ()
     shadowed: Tuple[Mapping[str, Any], ...] = ()
     torch_facts: Mapping[str, Any] = field(default_factory=dict)
+    torch_kernels: Mapping[str, Any] = field(default_factory=dict)
+    numpy_builds: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     installers: Mapping[str, Any] = field(default_factory=dict)
 
     @classmethod
@@ -82,6 +102,8 @@ class TargetView:
             distribution_list=tuple(distribution(d) for d in expect(section.get("distributions"), list, [])),
             shadowed=tuple(expect(section.get("shadowed_distributions"), list, [])),
             torch_facts=torch_build_facts(section.get("torch_build")),
+            torch_kernels=torch_kernels_facts(section.get("torch_kernels")),
+            numpy_builds=numpy_builds_facts(section.get("numpy_builds")),
             installers=expect(section.get("installers"), Mapping, {}),
         ))
 

@@ -10,7 +10,7 @@ CPU time it used and whether it was still working when the limit ended.
 from __future__ import annotations
 
 import re
-from typing import List, Mapping, Optional, Sequence
+from typing import List, Mapping, Optional, Sequence, Tuple
 
 from envdoctor.probe import ladder, tracebacks
 from envdoctor.probe.result import Ending, ProbeResult, StageResult, StageStatus
@@ -18,6 +18,10 @@ from envdoctor.proc import ChildResult
 
 NEEDS = re.compile(r"needs (\w+)")
 OUTPUT_TAIL_CHARS = 4000
+# What OpenMP and BLAS runtimes print of their environment settings, wherever it falls in the output:
+# "libgomp: Invalid value for environment variable OMP_NUM_THREADS", "OMP: Warning #42: ...", "OpenBLAS Warning : ...".
+LIBRARY_MESSAGE = re.compile(r"^(libgomp: |OMP: (Warning|Error|Info)|OpenBLAS (Warning|WARNING)|Intel MKL (WARNING|ERROR)|MKL (WARNING|ERROR))")
+MAX_LIBRARY_MESSAGES, MAX_MESSAGE_CHARS = 20, 300
 CRASH_FRAMES = 12
 # Of one CPU over the stage's last seconds: at least this much use means it was still working.
 WORKING_SHARE = 0.2
@@ -153,4 +157,17 @@ def classify(
         returncode=child.returncode,
         signal=child.signal_name,
         output_tail=output[-OUTPUT_TAIL_CHARS:],
+        library_messages=library_messages(output),
     )
+
+
+def library_messages(output: str) -> Tuple[str, ...]:
+    """The native libraries' own lines about their settings, each once, in order, bounded."""
+    found: List[str] = []
+    for line in output.splitlines():
+        line = line.strip()[:MAX_MESSAGE_CHARS]
+        if LIBRARY_MESSAGE.match(line) and line not in found:
+            found.append(line)
+            if len(found) == MAX_LIBRARY_MESSAGES:
+                break
+    return tuple(found)

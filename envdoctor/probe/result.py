@@ -160,6 +160,7 @@ class ProbeResult:
     signal: Optional[str] = None
     output_tail: str = ""
     bisection: Optional[Bisection] = None
+    library_messages: Tuple[str, ...] = ()  # what the native libraries said of their settings (libgomp's "Invalid value ...")
 
     @property
     def failures(self) -> Tuple[StageResult, ...]:
@@ -182,6 +183,7 @@ class ProbeResult:
             "duration_s": round(self.duration_s, 3),
             "stages": [s.to_json() for s in self.stages],
             "output_tail": self.output_tail,
+            "library_messages": list(self.library_messages),
             "bisection": None if self.bisection is None else self.bisection.to_json(),
         }
 
@@ -197,4 +199,5 @@ class ProbeResult:
             signal=data.get("signal"),
             output_tail=data.get("output_tail", ""),
             bisection=None if bisection is None else Bisection.from_json(bisection),
+            library_messages=tuple(str(m) for m in data.get("library_messages") or ()),
         )

@@ -134,6 +134,7 @@ def scan_distributions(paths):
                 "name": headers["name"],
                 "version": headers.get("version", ""),
                 "location": location,
+                "metadata": entry,
                 "requires": headers["requires"],
                 "extras": headers["extras"],
             }

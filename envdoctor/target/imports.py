@@ -72,12 +72,18 @@ def record_module(parts):
 
 
 def top_level_modules(dist):
-    """From top_level.txt where the distribution has one, else from the files its RECORD lists."""
+    """From top_level.txt where the distribution has one, else from the files its RECORD lists. A name
+    top_level.txt lists with no module or package file in RECORD (botorch lists dist, tutorials and
+    website) is not a module of it, so it is not imported; an editable install's files are not in its
+    RECORD, so its top_level.txt is taken as it is."""
+    recorded = [record_module(path.parts) for path in dist.files or ()]
     text = dist.read_text("top_level.txt")
     if text is not None:
         names = [line.strip().replace("\\", "/").split("/")[0] for line in text.splitlines()]
+        if any(recorded) and editable_root(dist) is None:
+            names = [name for name in names if name in recorded]
     else:
-        names = [record_module(path.parts) for path in dist.files or ()]
+        names = recorded
     found = []
     for name in names:
         if name and importable(name) and name not in found:

@@ -370,6 +370,18 @@ def describe_exception(error):
     }
 
 
+def module_origins(modules):
+    """Where each of a failed stage's modules was imported from (its file, or a namespace package's first
+    folder): a local torch/ folder that shadows the installed torch shows here, not on the traceback."""
+    found = {}
+    for name in modules:
+        module = sys.modules.get(name)
+        origin = getattr(module, "__file__", None) or next(iter(getattr(module, "__path__", None) or ()), None)
+        if isinstance(origin, str):
+            found[name] = origin
+    return found
+
+
 def blocked(ctx, modules, needs):
     """Why a stage cannot run: (status, reason, missing module) or None when it can.
     Its own missing module is named first: that is the install hint a user needs."""
@@ -407,6 +419,7 @@ def run_stage(ctx, stage, limits, deadline):
         status, fields["reason"] = "skipped", str(reason)
     except BaseException as error:  # a stage's failure is the result, whatever it raises
         status, fields["error"] = "failed", describe_exception(error)
+        fields["error"]["origins"] = module_origins(stage.modules)
     faulthandler.cancel_dump_traceback_later()
     ctx["status"][stage.id], ctx["missing"][stage.id] = status, fields.get("missing")
     ctx["passed"][stage.id] = status == "passed"

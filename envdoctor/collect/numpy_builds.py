@@ -1,0 +1,101 @@
+"""Which NumPy C-API each installed distribution's extensions were built against, read from the binaries.
+
+An extension that uses NumPy's C-API imports NumPy's core module by name when it loads (import_array()),
+and that name is a string in its binary. NumPy 1.x headers hard-code `numpy.core._multiarray_umath`
+(NumPy's own numpy/core/_multiarray_umath.py: "If an extension was compiled against NumPy 1.x it will
+have these paths hard-coded"); NumPy 2 headers try `numpy._core._multiarray_umath` first and fall back
+to the old name (numpy 2.4 numpy/__multiarray_api.h, _import_array). So a binary holding the new name
+was built against NumPy 2, and one holding only the old name against NumPy 1.x, which NumPy 2 refuses
+to load. This is the truth the knowledge table numpy2.csv can only approximate by version.
+
+Only distributions that require NumPy in their own metadata, or that numpy2.csv names, are read; their
+RECORD names their shared objects, read smallest first until one tells, each read bounded.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Tuple
+
+from packaging.utils import canonicalize_name
+
+from envdoctor.knowledge import numpy2
+
+NUMPY_2_CORE = b"numpy._core._multiarray_umath"
+NUMPY_1_CORE = b"numpy.core._multiarray_umath"
+CHUNK = 2**20
+MAX_FILE_BYTES = 256 * 2**20  # larger libraries are engines, not the module that imports NumPy
+MAX_BYTES_PER_DISTRIBUTION = 512 * 2**20
+MAX_RECORD_BYTES = 16 * 2**20
+MAX_DISTRIBUTIONS = 500
+SHARED_OBJECT = re.compile(r"\.(so(\.\d+)*|pyd)$")
+REQUIRES_NUMPY = re.compile(r"^\s*numpy\b", re.I)
+
+
+def built_against(path: str) -> Tuple[Optional[str], int]:
+    """("2" or "1" or None, bytes read) for one binary, read in chunks that overlap by a name's length."""
+    found_old, read, tail = False, 0, b""
+    with open(path, "rb") as stream:
+        while read < MAX_FILE_BYTES:
+            chunk = stream.read(CHUNK)
+            if not chunk:
+                break
+            read += len(chunk)
+            window = tail + chunk
+            if NUMPY_2_CORE in window:
+                return "2", read
+            found_old = found_old or NUMPY_1_CORE in window
+            tail = window[-len(NUMPY_2_CORE):]
+    return ("1" if found_old else None), read
+
+
+def shared_objects(location: str, metadata: str) -> List[str]:
+    """The shared objects a distribution's RECORD lists, smallest first, those too big to be read left out."""
+    try:
+        with open(os.path.join(location, metadata, "RECORD"), encoding="utf-8", errors="replace") as stream:
+            lines = stream.read(MAX_RECORD_BYTES).splitlines()
+    except OSError:
+        return []
+    paths = []
+    for line in lines:
+        relative = line.rsplit(",", 2)[0].strip('"')
+        path = os.path.normpath(os.path.join(location, relative))
+        if SHARED_OBJECT.search(relative) and path.startswith(os.path.normpath(location) + os.sep) and os.path.isfile(path):
+            size = os.path.getsize(path)
+            if size <= MAX_FILE_BYTES:
+                paths.append((size, path))
+    return [p for _, p in sorted(paths)]
+
+
+def distribution_build(location: str, metadata: str) -> Optional[dict]:
+    """{"numpy": "2" | "1", "extension": the binary that told, relative to `location`}, or None."""
+    budget = MAX_BYTES_PER_DISTRIBUTION
+    for path in shared_objects(location, metadata):
+        try:
+            found, read = built_against(path)
+        except OSError:
+            continue
+        if found:
+            return {"numpy": found, "extension": os.path.relpath(path, location)}
+        budget -= read
+        if budget <= 0:
+            break
+    return None
+
+
+def uses_numpy(dist: Mapping[str, Any], known: Iterable[str]) -> bool:
+    name = canonicalize_name(str(dist.get("name", "")))
+    return name in known or any(REQUIRES_NUMPY.match(str(r)) for r in dist.get("requires") or ())
+
+
+def numpy_builds(distributions: Iterable[Mapping[str, Any]]) -> Dict[str, dict]:
+    """Distribution name -> the NumPy its extensions were built against, for those that tell."""
+    known = set(numpy2.table())
+    found: Dict[str, dict] = {}
+    candidates = [d for d in distributions if isinstance(d, Mapping) and d.get("metadata") and d.get("location") and uses_numpy(d, known)]
+    for dist in candidates[:MAX_DISTRIBUTIONS]:
+        build = distribution_build(str(dist["location"]), str(dist["metadata"]))
+        if build:
+            found[str(dist["name"])] = build
+    return found
