@@ -196,12 +196,13 @@ def test_reaching_os_system_through_another_module_is_dangerous(payload):
     assert facts["verdict"] == "dangerous", facts["globals"]
 
 
-def test_plain_values_and_a_reference_to_the_users_own_code_are_read_without_importing():
+def test_plain_values_are_data_and_a_reference_to_the_users_own_code_contains_code():
     payload = b"\x80\x04" + stack_global(b"my_project.schedules", b"decaying") + b"."
     facts = classify("learning_rate", {":serialized:": base64.b64encode(payload).decode()}, "3.11")
-    assert facts["verdict"] == "reference" and facts["globals"] == ["my_project.schedules.decaying"]
+    assert facts["verdict"] == "code" and facts["globals"] == ["my_project.schedules.decaying"]
+    assert facts["reasons"] == ["names my_project.schedules.decaying"]
     assert facts["modules"] == ["my_project.schedules"]
-    assert classify("x", entry({"a": [1.5, b"\x00"], "b": (None, True)}), "3.11")["verdict"] == "reference"
+    assert classify("x", entry({"a": [1.5, b"\x00"], "b": (None, True)}), "3.11")["verdict"] == "data"
 
 
 def test_a_standard_library_reference_is_dangerous_not_a_reference():

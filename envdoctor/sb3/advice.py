@@ -13,7 +13,7 @@ from typing import Any, Mapping
 
 from envdoctor.sb3.schedules import SCHEDULE_KEYS
 
-SOUND = "reference"  # the one verdict that needs no replacing: anything else, judged or not, is unsound
+SOUND = "data"  # the one verdict that needs no replacing: anything else, judged or not, is unsound
 
 
 def load_call(model: Mapping[str, Any]) -> str:
@@ -37,7 +37,7 @@ def sanitize_command(model: Mapping[str, Any]) -> str:
 
 
 def sanitize_blockers(model: Mapping[str, Any]) -> list:
-    """Entries outside the schedule keys with any verdict but "reference" (code, dangerous, corrupt, or one
+    """Entries outside the schedule keys with any verdict but "data" (code, dangerous, corrupt, or one
     not judged): sanitize cannot replace them by numbers, so it refuses those files."""
     return [e for e in model["entries"] if e["key"] not in SCHEDULE_KEYS and e["verdict"] != SOUND]
 
