@@ -6,6 +6,8 @@ These models are built by hand (no SB3 needed): a zip with a `data` member in SB
 from __future__ import annotations
 
 import base64
+import collections
+import io
 import json
 import pickle
 import struct
@@ -225,8 +227,12 @@ def test_sanitize_into_a_folder_or_nowhere_is_an_input_error(tmp_path):
 
 def test_sanitize_of_a_damaged_member_is_an_input_error_and_leaves_nothing(tmp_path):
     path = model_zip(tmp_path / "model.zip", {"gamma": 0.99})
+    weights = io.BytesIO()
+    with zipfile.ZipFile(weights, "w") as inner:  # a torch zip: a state dict, and bytes no pickle reads
+        inner.writestr("archive/data.pkl", pickle.dumps(collections.OrderedDict(bias=0.5), protocol=2))
+        inner.writestr("archive/data/0", b"weights" * 100)
     with zipfile.ZipFile(path, "a") as archive:
-        archive.writestr("policy.pth", b"weights" * 100)
+        archive.writestr("policy.pth", weights.getvalue())
     raw = bytearray(path.read_bytes())
     start = raw.index(b"weights")
     raw[start:start + 7] = b"WEIGHTS"  # the stored bytes no longer match their CRC

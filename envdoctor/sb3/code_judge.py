@@ -7,8 +7,8 @@ may only be used as the head of an allowed attribute path (`np.exp`, `th.nn.Line
 
 Reading code never proves it safe: code is at best *contains code* (classify.py). What this module adds is
 the knowledge of what is known to reach out, which makes code *dangerous*: handing a module itself around,
-importing anything but `math` (or importing at all while the pickled globals name a `__package__`, where
-a relative import resolves), a builtin that reaches code or files (eval, getattr, open …), a dunder
+importing anything but `math` (or importing relatively, or at all while the pickled globals name a
+package through `__package__`, a dotted `__name__`, `__path__` or `__spec__`, where a relative import resolves), a builtin that reaches code or files (eval, getattr, open …), a dunder
 attribute beyond a few, or a name that loads files, runs commands or reaches native memory. What is merely
 outside the list (`np.errstate`, a builtin nobody listed) is reported as unlisted, for forensics. One pass
 per reading.
@@ -94,6 +94,9 @@ def read(ops: Sequence[Tuple[object, str, int]], modules: Mapping[str, Set[str]]
         if skip:
             skip -= 1
             continue
+        if name == "IMPORT_NAME" and (package or not word_):
+            yield f"imports {word_ or 'from its package'} relatively, or while its pickled globals name a package (a relative import resolves there)", True
+            continue
         if not word_:
             continue
         held = modules.get(word_) if name in GLOBAL_LOADS else cell_modules.get(word_) if name in DEREF_LOADS else None
@@ -103,8 +106,6 @@ def read(ops: Sequence[Tuple[object, str, int]], modules: Mapping[str, Set[str]]
             yield from module_use(word_, held, path, allow)
         elif name in GLOBAL_LOADS and word_ in BUILTIN_NAMES and word_ not in allow.code_builtins:
             yield f"calls the builtin {word_}", word_ in allow.reaching_builtins or word_.startswith("__")
-        elif name == "IMPORT_NAME" and package:
-            yield f"imports {word_ or 'from its package'} while its pickled globals set __package__ (a relative import resolves there)", True
         elif name == "IMPORT_NAME" and word_ not in allow.code_imports:
             yield f"imports the module {word_}", True
         elif name == "IMPORT_FROM" and not any(allow.path_allowed(f"{m}.{word_}") for m in allow.code_imports):

@@ -240,11 +240,13 @@ def children(node: Any) -> Iterable[Any]:
 
 
 def walk(trace: Trace) -> Iterable[str]:
-    """Value reasons for every node reachable from the result or from any call, each visited once; depth bounded."""
+    """Value reasons for every node reachable from the result, then from any call it does not reach, each
+    visited once; depth bounded along the result's own nesting."""
     seen: Set[int] = set()
-    pending: List[Tuple[Any, int]] = [(trace.root, 0)] + [(call, 1) for call in trace.calls]
-    while pending:
-        node, depth = pending.pop()
+    pending: List[Tuple[Any, int]] = [(trace.root, 0)]
+    unreached = list(trace.calls)
+    while pending or unreached:
+        node, depth = pending.pop() if pending else (unreached.pop(), 1)
         if isinstance(node, (Call, list, tuple, Set_, Dict_)):
             if id(node) in seen:
                 continue

@@ -172,9 +172,16 @@ def value_reasons(node: Any, place: str, has_code: bool, allow: Allowlist) -> It
             yield f"hands types.{first_arg(node)} to code"
 
 
+def names_a_package(node: Dict_) -> bool:
+    """Whether a globals dict gives relative imports a package to resolve in (importlib's _calc___package__
+    reads __package__, then __spec__.parent, then __name__, whole when __path__ is there)."""
+    name = node.get("__name__")
+    return bool(node.get("__package__")) or node.get("__spec__") is not None or node.get("__path__") is not None or (isinstance(name, str) and "." in name)
+
+
 def walk(trace: Trace, has_code: bool, allow: Allowlist) -> Tuple[List[str], Dict[str, Set[str]], bool]:
     """Value reasons for every node reachable as data, the modules each globals-dict name holds, and whether a
-    globals dict names a `__package__` (where the code's relative imports would resolve)."""
+    globals dict names a package (where the code's relative imports would resolve)."""
     found: List[str] = []
     modules: Dict[str, Set[str]] = {}
     package = False
@@ -188,7 +195,7 @@ def walk(trace: Trace, has_code: bool, allow: Allowlist) -> Tuple[List[str], Dic
             seen.add((id(node), place))
         found.extend(value_reasons(node, place, has_code, allow))
         if isinstance(node, Dict_):
-            package = package or bool(node.get("__package__"))
+            package = package or names_a_package(node)
             for key, value in node.pairs:
                 if isinstance(key, str) and loader_name(value) == "subimport" and isinstance(first_arg(value), str):
                     modules.setdefault(key, set()).add(first_arg(value))
