@@ -3,7 +3,7 @@
 SB3 never decodes a key given in `custom_objects`, so passing plain numbers for the schedule keys
 loads any model whose other entries are sound (docs/knowledge/sb3-model-files.md §4a, §4b). A few
 entries SB3 makes afresh at load, in `_setup_model` after the saved data is applied; sanitize drops them
-when they are not data only, instead of refusing (docs/knowledge/sb3-model-files.md §5, §7).
+when they are not data only, instead of refusing (docs/knowledge/sb3-model-files.md §5, §8).
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 SB3 keeps its weights and optimizer state in `policy.pth`, `policy.optimizer.pth` and
 `pytorch_variables.pth`, each a torch zip whose `data.pkl` torch unpickles; since torch 2.6 `torch.load`
 does so with its `weights_only` unpickler by default, which admits a fixed list of globals and opcodes
-(docs/knowledge/sb3-model-files.md §6). A member is *data only* when every opcode, global, call, BUILD,
+(docs/knowledge/sb3-model-files.md §7). A member is *data only* when every opcode, global, call, BUILD,
 appended item and persistent id of its pickles is one that unpickler admits; anything it would refuse
 is dangerous, since an older torch, or a caller passing weights_only=False, would run it. The lists
 come from torch's own module (weights_only.json, written by scripts/torch-weights-only). Everything in
