@@ -580,6 +580,6 @@ def test_a_bad_schedule_entry_is_replaced_never_copied(tmp_path, verdict):
 
 
 @pytest.mark.parametrize("verdict", ["code", "dangerous", "corrupt", "unknown", "unjudged"])
-def test_every_verdict_but_reference_blocks_sanitize_outside_the_schedules(verdict):
+def test_every_verdict_but_data_blocks_sanitize_outside_the_schedules(verdict):
     entries = [{"key": "policy_kwargs", "verdict": verdict, "reasons": []}, {"key": "learning_rate", "verdict": verdict, "reasons": []}]
     assert [e["key"] for e in advice.sanitize_blockers({"entries": entries})] == ["policy_kwargs"]

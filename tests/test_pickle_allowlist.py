@@ -331,11 +331,12 @@ def test_every_global_seen_in_real_models_is_allowed_in_the_role_it_was_seen_in(
 
 
 @pytest.mark.slow
-def test_a_tensor_in_data_is_judged_through_the_storage_torch_loads():
+def test_a_tensor_in_data_is_judged_through_the_storage_torch_loads_and_contains_code():
+    """Not dangerous (its storage is what torch saved), but not data either: _load_from_bytes runs torch.load."""
     import torch
 
     facts = judged(cloudpickle.dumps(torch.zeros(3)), key="weights")
-    assert facts["verdict"] == "data", facts["reasons"]
+    assert facts["verdict"] == "code" and any("_load_from_bytes" in r for r in facts["reasons"]), facts["reasons"]
 
 
 def test_a_storage_whose_bytes_hide_a_second_payload_is_dangerous():

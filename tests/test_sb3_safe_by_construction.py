@@ -284,6 +284,27 @@ def test_weights_torch_would_refuse_are_dangerous_and_never_copied(tmp_path, nam
     assert not (tmp_path / "out.zip").exists()
 
 
+def test_inspect_shows_each_weights_members_judgement(tmp_path):
+    path = tmp_path / "model.zip"
+    members = [m for m in model_members({"gamma": 0.99}) if m.name != "policy.pth"]
+    path.write_bytes(raw_zip([*members, pth(PTH_ATTACKS["eval-in-builtins"])]))
+    text = run_envdoctor("inspect", str(path)).stdout
+    assert "weights (judged as torch.load(weights_only=True) reads them):" in text
+    assert "  policy.pth               dangerous\n      archive/data.pkl names builtins.eval" in text
+
+
+def test_a_closure_learning_rate_is_a_warning_that_names_it(tmp_path):
+    path = write_model(tmp_path, {"gamma": 0.99, "learning_rate": entry(cloudpickle.dumps(lambda progress: 3e-4 * progress))})
+    run = run_envdoctor("inspect", str(path), "--json", "-")
+    assert run.returncode == 0, run  # a warning: below the default --fail-on error
+    [finding] = [f for f in run.json()["findings"] if f["severity"] != "info"]
+    assert (finding["id"], finding["severity"]) == ("sb3.contains-code", "warning")
+    assert finding["title"] == (
+        "model.zip contains 1 pickled function (learning_rate): code cannot be proven safe by reading it; "
+        "`envdoctor sanitize` writes a copy without it"
+    )
+
+
 def test_a_members_sb3_never_reads_is_dropped_not_copied(tmp_path):
     path = write_model(tmp_path, {"gamma": 0.99}, [stored("payload.pkl", pickle.dumps(print))])
     out = sanitised(path)

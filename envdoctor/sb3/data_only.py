@@ -137,9 +137,18 @@ class Constructor:
         self.args, self.kinds, self.state, self.items = args, kinds, state, items
 
 
-STATE_DICT = lambda state: isinstance(state, Dict_)  # noqa: E731
-STATE_TUPLE = lambda state: isinstance(state, tuple)  # noqa: E731
-STATE_DICT_OR_TUPLE = lambda state: isinstance(state, (Dict_, tuple))  # noqa: E731
+def STATE_DICT(state: Any) -> bool:  # noqa: N802 (named like the other constants of the table)
+    return isinstance(state, Dict_)
+
+
+def STATE_TUPLE(state: Any) -> bool:  # noqa: N802
+    return isinstance(state, tuple)
+
+
+def STATE_DICT_OR_TUPLE(state: Any) -> bool:  # noqa: N802
+    return isinstance(state, (Dict_, tuple))
+
+
 CONSTRUCTORS: Dict[str, Constructor] = {
     "_codecs.encode": Constructor(shaped(lambda v: isinstance(v, str), equals("latin1", "latin-1"))),
     "builtins.set": Constructor(one_of(NOTHING, shaped(sequence))),
