@@ -92,7 +92,7 @@ def test_own_closure_model_contains_code_a_warning_never_safe_and_really_loads(m
     function = entries["learning_rate"]["functions"][0]
     assert function["qualname"] == "linear_schedule.<locals>.func"
     assert function["closure"] == [0.0003] and function["producer_minor"] == "3.11"
-    assert function["filename"].endswith("make_models.py")
+    assert function["filename"].endswith("make_models.py") or function["filename"] == "<dynamic-code>"  # cloudpickle 3.1.3 drops it
     assert entries["observation_space"]["verdict"] == "data" and entries["observation_space"]["numpy_major"] == 2
     assert facts["producer"] == {**facts["producer"], "system_info_python": "3.11.7", "consistent": True}
     assert result(load(models["mppo_closure"]))["clip_range"] == 0.1
