@@ -264,6 +264,8 @@ PTH_ATTACKS = {
     "build-on-a-class": b"\x80\x02" + global0("torch", "Tensor") + b"}b.",
     "append-to-a-call": b"\x80\x02" + global0("torch", "Size") + b")R(K\x01e.",
     "not-a-zip": None,
+    "legacy-pickle-before-a-zip": "prefix",
+    "data-pkl-twice": "twice",
 }
 
 
@@ -271,7 +273,15 @@ PTH_ATTACKS = {
 @pytest.mark.parametrize("member", ["policy.pth", "policy.optimizer.pth", "pytorch_variables.pth"])
 def test_weights_torch_would_refuse_are_dangerous_and_never_copied(tmp_path, name, member):
     payload = PTH_ATTACKS[name]
-    bad = stored(member, b"\x80\x02]q\x00." * 8) if payload is None else pth(payload, member)
+    state = pickle.dumps(collections.OrderedDict(bias=0.5), protocol=2)
+    if payload is None:
+        bad = stored(member, b"\x80\x02]q\x00." * 8)
+    elif payload == "prefix":  # torch reads the leading pickle (legacy format); zipfile finds the zip behind it
+        bad = stored(member, PTH_ATTACKS["reduce-of-system"] + storage_zip(state))
+    elif payload == "twice":
+        bad = stored(member, torch_zip(stored("archive/data.pkl", state), stored("archive/data.pkl", PTH_ATTACKS["reduce-of-system"])))
+    else:
+        bad = pth(payload, member)
     path = tmp_path / "model.zip"
     members = [m for m in model_members({"gamma": 0.99}) if m.name != member]
     path.write_bytes(raw_zip([*members, bad]))

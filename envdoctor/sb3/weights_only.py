@@ -30,6 +30,7 @@ UNREADABLE = (
     zipfile.BadZipFile, pickle_vm.CorruptPickle, ModelFileError, OSError, EOFError, ValueError,
     RuntimeError, NotImplementedError, zlib.error,  # encrypted, unknown compression, damaged deflate data
 )
+ZIP_MAGIC = b"PK\x03\x04"  # torch.serialization._is_zipfile: other first bytes make torch.load read a legacy pickle
 # torch/_utils.py IMPORT_MAPPING and NAME_MAPPING: Python 2 names it reads as their Python 3 ones.
 PYTHON2_MODULES = {"__builtin__": "builtins", "copy_reg": "copyreg"}
 
@@ -58,11 +59,20 @@ def is_pth(name: str) -> bool:
 
 
 def inner_pickles(model: ModelArchive, name: str) -> List[Tuple[str, bytes]]:
-    """(name, bytes) of every pickle in the torch zip held by member `name`; raises one of UNREADABLE."""
+    """(name, bytes) of every pickle in the torch zip held by member `name`; raises one of UNREADABLE.
+
+    Only a zip that torch also reads as one, with one member per name, is opened: zipfile finds a zip by its
+    end record, torch by its first bytes, and two readers must not be shown two different data.pkl."""
     with model.open_stream(name, COMPRESSED_LIMIT) as stream:
+        if stream.read(len(ZIP_MAGIC)) != ZIP_MAGIC:
+            raise zipfile.BadZipFile("torch reads it as a legacy pickle")
+        stream.seek(0)
         check_directory(stream, f"{model.path}: {name}")
         with zipfile.ZipFile(stream) as inner:
             found = []
+            names = [info.filename for info in inner.infolist()]
+            if len(set(names)) != len(names):
+                raise ModelFileError("its zip names a member twice (each reader may take another one)")
             for info in inner.infolist():
                 if not info.filename.endswith(".pkl"):
                     continue
