@@ -91,12 +91,11 @@ def contains_code(facts: Mapping[str, Any]) -> Iterable[Finding]:
         functions = sum(len(e["functions"]) for e in coded)
         keys = ", ".join(e["key"] for e in coded)
         what = f"{functions} pickled function{'s' if functions != 1 else ''}" if functions else f"{len(coded)} entr{'ies' if len(coded) != 1 else 'y'} that are not plain data"
-        sanitizable = advice.can_sanitize(model) or not advice.sanitize_blockers(model)
         yield Finding(
             id="sb3.contains-code",
             severity=Severity.WARNING,
             title=f"{name(model)} contains {what} ({keys}): code cannot be proven safe by reading it"
-                  + ("; `envdoctor sanitize` writes a copy without it" if sanitizable else ""),
+                  + ("; `envdoctor sanitize` writes a copy without it" if advice.sanitizable(model) else ""),
             explanation=(
                 "envdoctor calls a pickle safe only when it builds nothing but data from a short closed list of "
                 "constructors. These entries hold code (a lambda, a closure, a callable) or objects outside that list, "

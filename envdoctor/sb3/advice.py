@@ -55,7 +55,12 @@ def sanitize_blockers(model: Mapping[str, Any]) -> list:
     return [e for e in model["entries"] if e["key"] not in SCHEDULE_KEYS and e["verdict"] != SOUND and not droppable(e)]
 
 
+def sanitizable(model: Mapping[str, Any]) -> bool:
+    """Nothing makes sanitize refuse: no blocking entry, and weights torch's weights_only loader takes."""
+    return not sanitize_blockers(model) and all(m["verdict"] == SOUND for m in model.get("weights", ()))
+
+
 def can_sanitize(model: Mapping[str, Any]) -> bool:
     """Sanitize has something to change (a schedule, a droppable entry) and nothing that blocks it."""
     changes = model.get("schedules") or any(droppable(e) for e in model["entries"])
-    return bool(changes) and not sanitize_blockers(model) and all(m["verdict"] == SOUND for m in model.get("weights", ()))
+    return bool(changes) and sanitizable(model)
