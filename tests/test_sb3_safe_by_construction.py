@@ -213,6 +213,7 @@ CODE_ATTACKS = {
     "nested-2000-deep": lambda: b"\x80\x04" + b"]" * 2000 + b"a" * 1999 + b".",
     "a-users-module": lambda: b"\x80\x04" + global4("my_project.schedules", "decaying") + b".",
     "persistent-id-in-data": lambda: b"\x80\x04" + unicode4("storage") + b"Q.",
+    "appends-to-an-ordered-dict": lambda: b"\x80\x04" + global4("collections", "OrderedDict") + b")R(K\x01K\x02e.",
 }
 
 

@@ -123,17 +123,22 @@ def anything(value: Any) -> bool:
     return True
 
 
+def is_pair(item: Any) -> bool:
+    """An item SETITEMS gave a mapping (the symbolic machine keeps them as (key, value))."""
+    return isinstance(item, tuple) and len(item) == 2
+
+
 NOTHING = shaped()
 STR = shaped(lambda v: isinstance(v, str))
 GENERATOR_ARGS = one_of(NOTHING, STR, shaped(lambda v: isinstance(v, str), named({BIT_GENERATOR_CTOR})), shaped(made_by(BIT_GENERATOR_CTOR)))
 
 
 class Constructor:
-    """A callable the proof admits: the kinds of call that make it, the arguments it takes, and the states
-    BUILD may give what it returns (None: BUILD is refused)."""
+    """A callable the proof admits: the kinds of call that make it, the arguments it takes, the states BUILD
+    may give what it returns and the items APPENDS/SETITEMS may add to it (None: refused)."""
 
     def __init__(self, args: Callable[[Tuple[Any, ...]], bool], kinds: Tuple[str, ...] = ("reduce",),
-                 state: Optional[Callable[[Any], bool]] = None, items: bool = False):
+                 state: Optional[Callable[[Any], bool]] = None, items: Optional[Callable[[Any], bool]] = None):
         self.args, self.kinds, self.state, self.items = args, kinds, state, items
 
 
@@ -155,8 +160,8 @@ CONSTRUCTORS: Dict[str, Constructor] = {
     "builtins.frozenset": Constructor(one_of(NOTHING, shaped(sequence))),
     "builtins.bytearray": Constructor(one_of(NOTHING, shaped(lambda v: is_bytes(v) or isinstance(v, list)), shaped(lambda v: isinstance(v, str), equals("latin1", "latin-1")))),
     "builtins.complex": Constructor(shaped(is_number, is_number)),
-    "collections.OrderedDict": Constructor(one_of(NOTHING, shaped(lambda v: isinstance(v, list))), state=STATE_DICT, items=True),
-    "collections.deque": Constructor(one_of(NOTHING, shaped(sequence), shaped(sequence, lambda v: v is None or is_int(v))), items=True),
+    "collections.OrderedDict": Constructor(one_of(NOTHING, shaped(lambda v: isinstance(v, list))), state=STATE_DICT, items=is_pair),
+    "collections.deque": Constructor(one_of(NOTHING, shaped(sequence), shaped(sequence, lambda v: v is None or is_int(v))), items=anything),
     "numpy.dtype": Constructor(shaped(lambda v: isinstance(v, str), lambda v: isinstance(v, bool), lambda v: isinstance(v, bool)), state=STATE_TUPLE),
     **{f"{core}.multiarray._reconstruct": Constructor(shaped(named({"numpy.ndarray"}), is_shape, is_bytes), state=STATE_TUPLE) for core in NUMPY_CORES},
     **{f"{core}.multiarray.scalar": Constructor(shaped(is_dtype, is_bytes)) for core in NUMPY_CORES},
@@ -193,8 +198,8 @@ def call_reason(call: Call) -> Optional[str]:
         return f"makes {target.dotted} by {call.kind.upper()}, not as its pickles do"
     if not isinstance(call.args, tuple) or not constructor.args(call.args):
         return f"calls {target.dotted} with arguments its pickles never hold"
-    if call.items and not constructor.items:
-        return f"adds items to what {target.dotted} returns"
+    if call.items and not (constructor.items and all(constructor.items(item) for item in call.items)):
+        return f"adds items to what {target.dotted} returns that it does not take"
     return None
 
 
