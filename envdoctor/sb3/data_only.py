@@ -142,15 +142,15 @@ class Constructor:
         self.args, self.kinds, self.state, self.items = args, kinds, state, items
 
 
-def STATE_DICT(state: Any) -> bool:  # noqa: N802 (named like the other constants of the table)
+def state_dict(state: Any) -> bool:
     return isinstance(state, Dict_)
 
 
-def STATE_TUPLE(state: Any) -> bool:  # noqa: N802
+def state_tuple(state: Any) -> bool:
     return isinstance(state, tuple)
 
 
-def STATE_DICT_OR_TUPLE(state: Any) -> bool:  # noqa: N802
+def state_dict_or_tuple(state: Any) -> bool:
     return isinstance(state, (Dict_, tuple))
 
 
@@ -160,18 +160,18 @@ CONSTRUCTORS: Dict[str, Constructor] = {
     "builtins.frozenset": Constructor(one_of(NOTHING, shaped(sequence))),
     "builtins.bytearray": Constructor(one_of(NOTHING, shaped(lambda v: is_bytes(v) or isinstance(v, list)), shaped(lambda v: isinstance(v, str), equals("latin1", "latin-1")))),
     "builtins.complex": Constructor(shaped(is_number, is_number)),
-    "collections.OrderedDict": Constructor(one_of(NOTHING, shaped(lambda v: isinstance(v, list))), state=STATE_DICT, items=is_pair),
+    "collections.OrderedDict": Constructor(one_of(NOTHING, shaped(lambda v: isinstance(v, list))), state=state_dict, items=is_pair),
     "collections.deque": Constructor(one_of(NOTHING, shaped(sequence), shaped(sequence, lambda v: v is None or is_int(v))), items=anything),
-    "numpy.dtype": Constructor(shaped(lambda v: isinstance(v, str), lambda v: isinstance(v, bool), lambda v: isinstance(v, bool)), state=STATE_TUPLE),
-    **{f"{core}.multiarray._reconstruct": Constructor(shaped(named({"numpy.ndarray"}), is_shape, is_bytes), state=STATE_TUPLE) for core in NUMPY_CORES},
+    "numpy.dtype": Constructor(shaped(lambda v: isinstance(v, str), lambda v: isinstance(v, bool), lambda v: isinstance(v, bool)), state=state_tuple),
+    **{f"{core}.multiarray._reconstruct": Constructor(shaped(named({"numpy.ndarray"}), is_shape, is_bytes), state=state_tuple) for core in NUMPY_CORES},
     **{f"{core}.multiarray.scalar": Constructor(shaped(is_dtype, is_bytes)) for core in NUMPY_CORES},
     **{f"{core}.numeric._frombuffer": Constructor(shaped(lambda v: isinstance(v, bytes), is_dtype, is_shape, equals("C", "F"))) for core in NUMPY_CORES},
-    "numpy.random._pickle.__generator_ctor": Constructor(GENERATOR_ARGS, state=STATE_DICT),
-    "numpy.random._pickle.__randomstate_ctor": Constructor(GENERATOR_ARGS, state=STATE_DICT_OR_TUPLE),
-    BIT_GENERATOR_CTOR: Constructor(one_of(NOTHING, STR, shaped(named(BIT_GENERATORS))), state=STATE_DICT_OR_TUPLE),
-    **{f"{module}.__pyx_unpickle_SeedSequence": Constructor(shaped(named(SEED_SEQUENCES), is_int, lambda v: v is None or isinstance(v, tuple)), state=STATE_TUPLE)
+    "numpy.random._pickle.__generator_ctor": Constructor(GENERATOR_ARGS, state=state_dict),
+    "numpy.random._pickle.__randomstate_ctor": Constructor(GENERATOR_ARGS, state=state_dict_or_tuple),
+    BIT_GENERATOR_CTOR: Constructor(one_of(NOTHING, STR, shaped(named(BIT_GENERATORS))), state=state_dict_or_tuple),
+    **{f"{module}.__pyx_unpickle_SeedSequence": Constructor(shaped(named(SEED_SEQUENCES), is_int, lambda v: v is None or isinstance(v, tuple)), state=state_tuple)
        for module in ("numpy.random.bit_generator", "numpy.random._bit_generator")},
-    **{name: Constructor(NOTHING, kinds=("newobj",), state=STATE_DICT) for name in STATE_OBJECTS},
+    **{name: Constructor(NOTHING, kinds=("newobj",), state=state_dict) for name in STATE_OBJECTS},
     **{name: Constructor(shaped(lambda v: isinstance(v, (str, int)) and not isinstance(v, bool))) for name in ENUMS},
     TRAIN_FREQ: Constructor(shaped(is_int, lambda v: maker(v) in ENUMS), kinds=("newobj", "reduce")),
 }
