@@ -195,7 +195,6 @@ DATA_ATTACKS = {
     # _load_from_bytes of a zip: torch reads an archive and unpickles its data.pkl with weights_only=False
     "load-from-bytes-zip": lambda: load_from_bytes(storage_zip(b"\x80\x02" + global0("posix", "system") + b"X\x04\x00\x00\x00trueq\x00\x85R.")),
     "partial-of-system": lambda: partial_of(global4("posix", "system")),
-    "partial-of-allowed-class": lambda: partial_of(global4("stable_baselines3.common.policies", "ActorCriticPolicy")),
     "relative-import-via-package": lambda: cloudpickle.dumps(with_globals(RELATIVE_IMPORT, __package__="os")),
     "ctypes-of-a-value": lambda: cloudpickle.dumps(CTYPES_OF_AN_ARRAY),
     "module-in-a-default": lambda: cloudpickle.dumps(MODULE_IN_A_DEFAULT),
@@ -205,6 +204,7 @@ DATA_ATTACKS = {
 }
 # Not reaching anything known, but not data either: never safe, a warning.
 CODE_ATTACKS = {
+    "partial-of-allowed-class": lambda: partial_of(global4("stable_baselines3.common.policies", "ActorCriticPolicy")),
     "policy-class-called-while-loading": lambda: b"\x80\x04" + global4("stable_baselines3.common.policies", "ActorCriticPolicy") + b")R.",
     "seed-sequence-of-another-type": lambda: b"\x80\x04" + global4("numpy.random.bit_generator", "__pyx_unpickle_SeedSequence")
     + global4("gymnasium.spaces.box", "Box") + b"K\x00N\x87R.",
@@ -331,6 +331,12 @@ def test_code_sb3_makes_again_at_load_is_dropped_with_a_line_in_the_audit(tmp_pa
         assert "exploration_schedule" not in json.loads(archive.read("data"))
         assert "DQN makes it again" in json.loads(archive.read("envdoctor_sanitized.json"))["dropped"]["exploration_schedule"]
     assert_sanitised_copy(out)
+
+
+def test_a_partial_of_the_users_own_function_by_reference_contains_code():
+    payload = b"\x80\x04" + global4("functools", "partial") + global4("my_project.schedules", "linear") + b"\x85R."
+    facts = classify("learning_rate", entry(payload), "3.11")
+    assert facts["verdict"] == "code", facts["reasons"]
 
 
 def test_genuine_closures_partial_and_errstate_contain_code_and_are_not_dangerous():

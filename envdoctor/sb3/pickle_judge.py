@@ -106,10 +106,18 @@ def call_reasons(call: Call, allow: Allowlist, budget: pickle_vm.Budget) -> Iter
     elif allow.is_loader(target.dotted):
         yield from loader_reasons(target, call, allow)
     elif target.dotted in WRAPPERS:
-        if maker_name(first_arg(call)) not in FUNCTION_MAKERS:
-            yield f"calls {target.dotted} on {reader.describe(first_arg(call), 0)}, not on a function the pickle made"
+        if not wrappable(first_arg(call), allow):
+            yield f"calls {target.dotted} on {reader.describe(first_arg(call), 0)}, not on a function the pickle made or the user's own"
     elif not allow.is_value(target.module, target.name):
         yield f"calls {target.dotted} when loaded"
+
+
+def wrappable(function: Any, allow: Allowlist) -> bool:
+    """What a genuine partial wraps: a function the pickle made (its code is judged), a listed value, or a
+    function of the user's own module by reference (contains code, judged so by data_only)."""
+    if isinstance(function, Global):
+        return allow.is_value(function.module, function.name) or is_user_module(function.module)
+    return maker_name(function) in FUNCTION_MAKERS
 
 
 def loader_reasons(target: Global, call: Call, allow: Allowlist) -> Iterable[str]:
