@@ -211,6 +211,7 @@ CODE_ATTACKS = {
     "codecs-to-another-codec": lambda: b"\x80\x04" + global4("_codecs", "encode") + unicode4("x") + unicode4("rot13") + b"\x86R.",
     "dtype-built-on-a-class": lambda: b"\x80\x04" + global4("numpy", "dtype") + b"N\x85b.",
     "nested-2000-deep": lambda: b"\x80\x04" + b"]" * 2000 + b"a" * 1999 + b".",
+    "class-name-with-a-newline": lambda: b"\x80\x04" + global4("stable_baselines3.common.policies", "ActorCriticPolicy\n") + b".",
     "a-users-module": lambda: b"\x80\x04" + global4("my_project.schedules", "decaying") + b".",
     "persistent-id-in-data": lambda: b"\x80\x04" + unicode4("storage") + b"Q.",
     "appends-to-an-ordered-dict": lambda: b"\x80\x04" + global4("collections", "OrderedDict") + b")R(K\x01K\x02e.",

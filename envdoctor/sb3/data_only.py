@@ -179,7 +179,7 @@ CONSTRUCTORS: Dict[str, Constructor] = {
 
 def is_class_reference(node: Global) -> bool:
     """A class SB3 keeps by name in its data: a policy, buffer, features extractor, activation or optimizer."""
-    return bool(CLASS_NAME.match(node.name)) and bool(CLASS_MODULES.match(node.module))
+    return bool(CLASS_NAME.fullmatch(node.name)) and bool(CLASS_MODULES.fullmatch(node.module))
 
 
 def admitted_global(node: Global) -> bool:
