@@ -89,8 +89,11 @@ def contains_code(facts: Mapping[str, Any]) -> Iterable[Finding]:
         if not coded:
             continue
         functions = sum(len(e["functions"]) for e in coded)
+        objects = sum(1 for e in coded if not e["functions"])
         keys = ", ".join(e["key"] for e in coded)
-        what = f"{functions} pickled function{'s' if functions != 1 else ''}" if functions else f"{len(coded)} entr{'ies' if len(coded) != 1 else 'y'} that are not plain data"
+        parts = [f"{functions} pickled function{'s' if functions != 1 else ''}"] if functions else []
+        parts += [f"{objects} {'entries' if objects != 1 else 'entry'} that {'are' if objects != 1 else 'is'} not plain data"] if objects else []
+        what = " and ".join(parts)
         yield Finding(
             id="sb3.contains-code",
             severity=Severity.WARNING,
