@@ -366,6 +366,8 @@ def test_a_deeply_nested_optimizer_state_is_judged_not_a_traceback(tmp_path):
     assert run.returncode == 1 and "Traceback" not in run.stderr, run
     [finding] = [f for f in run.json()["findings"] if f["id"] == "sb3.dangerous-pickle"]
     assert "could not be judged" in finding["evidence"]["members"]["policy.optimizer.pth"][0]
+    refused = run_envdoctor("sanitize", str(path), "-o", str(tmp_path / "out.zip"))
+    assert refused.returncode == 2 and len(refused.stderr.strip().splitlines()) == 1 and "member policy.optimizer.pth" in refused.stderr
 
 
 @pytest.mark.parametrize("value", [float("nan"), float("inf"), -0.1])
