@@ -8,6 +8,7 @@ lying sizes and flags are as easy to make as a genuine model.
 from __future__ import annotations
 
 import base64
+import collections
 import hashlib
 import json
 import math
@@ -93,7 +94,7 @@ def model_members(data: Union[bytes, Dict[str, Any]], python: str = "3.11.7") ->
         stored("data", data_bytes(data)),
         stored("_stable_baselines3_version", b"2.3.2"),
         stored("system_info.txt", f"- OS: Linux\n- Python: {python}\n- Stable-Baselines3: 2.3.2\n".encode()),
-        stored("policy.pth", b"weights" * 64),
+        stored("policy.pth", torch_zip(stored("archive/data.pkl", pickle.dumps(collections.OrderedDict(bias=0.5), protocol=2)))),
     ]
 
 
@@ -287,10 +288,13 @@ INNER = {  # the torch zip inside policy.optimizer.pth is damaged; the outer mem
 @pytest.mark.parametrize("command", COMMANDS)
 @pytest.mark.parametrize("inner", INNER.values(), ids=INNER.keys())
 def test_a_damaged_optimizer_state_means_no_learning_rate_found_there(tmp_path, inner, command):
+    """Inspection finds no rate there; sanitize never copies weights torch's weights_only loader would refuse."""
     model = write_model(tmp_path, [*model_members({"learning_rate": CORRUPT}), stored("policy.optimizer.pth", inner())])
-    if command == "sanitize":
-        written = model.sanitized()
-        assert written["learning_rate"] == DEFAULT_LR
+    if command == "sanitize" and inner is INNER["inner-lr-is-text"]:
+        assert model.sanitized()["learning_rate"] == DEFAULT_LR
+    elif command == "sanitize":
+        error = model.refused(command)
+        assert "member policy.optimizer.pth" in error and "weights_only=True" in error
     elif command == "inspect":
         facts = model.inspected()
         assert facts["optimizer_lr"] is None
@@ -310,7 +314,7 @@ OUTER = {  # the policy.optimizer.pth member itself cannot be read
 def test_an_unreadable_optimizer_member_is_skipped_by_inspection_and_refused_by_sanitize(tmp_path, outer, command):
     model = write_model(tmp_path, [*model_members({"learning_rate": CORRUPT}), outer()])
     if command == "sanitize":
-        assert "'policy.optimizer.pth' cannot be copied" in model.refused(command)
+        assert "member policy.optimizer.pth (could not be judged" in model.refused(command)
     elif command == "inspect":
         assert model.inspected()["schedules"]["learning_rate"]["value"] == DEFAULT_LR
     else:
@@ -576,6 +580,6 @@ def test_a_bad_schedule_entry_is_replaced_never_copied(tmp_path, verdict):
 
 
 @pytest.mark.parametrize("verdict", ["code", "dangerous", "corrupt", "unknown", "unjudged"])
-def test_every_verdict_but_reference_blocks_sanitize_outside_the_schedules(verdict):
+def test_every_verdict_but_data_blocks_sanitize_outside_the_schedules(verdict):
     entries = [{"key": "policy_kwargs", "verdict": verdict, "reasons": []}, {"key": "learning_rate", "verdict": verdict, "reasons": []}]
     assert [e["key"] for e in advice.sanitize_blockers({"entries": entries})] == ["policy_kwargs"]

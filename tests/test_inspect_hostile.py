@@ -6,6 +6,8 @@ These models are built by hand (no SB3 needed): a zip with a `data` member in SB
 from __future__ import annotations
 
 import base64
+import collections
+import io
 import json
 import pickle
 import struct
@@ -196,12 +198,13 @@ def test_reaching_os_system_through_another_module_is_dangerous(payload):
     assert facts["verdict"] == "dangerous", facts["globals"]
 
 
-def test_plain_values_and_a_reference_to_the_users_own_code_are_read_without_importing():
+def test_plain_values_are_data_and_a_reference_to_the_users_own_code_contains_code():
     payload = b"\x80\x04" + stack_global(b"my_project.schedules", b"decaying") + b"."
     facts = classify("learning_rate", {":serialized:": base64.b64encode(payload).decode()}, "3.11")
-    assert facts["verdict"] == "reference" and facts["globals"] == ["my_project.schedules.decaying"]
+    assert facts["verdict"] == "code" and facts["globals"] == ["my_project.schedules.decaying"]
+    assert facts["reasons"] == ["names my_project.schedules.decaying"]
     assert facts["modules"] == ["my_project.schedules"]
-    assert classify("x", entry({"a": [1.5, b"\x00"], "b": (None, True)}), "3.11")["verdict"] == "reference"
+    assert classify("x", entry({"a": [1.5, b"\x00"], "b": (None, True)}), "3.11")["verdict"] == "data"
 
 
 def test_a_standard_library_reference_is_dangerous_not_a_reference():
@@ -224,8 +227,12 @@ def test_sanitize_into_a_folder_or_nowhere_is_an_input_error(tmp_path):
 
 def test_sanitize_of_a_damaged_member_is_an_input_error_and_leaves_nothing(tmp_path):
     path = model_zip(tmp_path / "model.zip", {"gamma": 0.99})
+    weights = io.BytesIO()
+    with zipfile.ZipFile(weights, "w") as inner:  # a torch zip: a state dict, and bytes no pickle reads
+        inner.writestr("archive/data.pkl", pickle.dumps(collections.OrderedDict(bias=0.5), protocol=2))
+        inner.writestr("archive/data/0", b"weights" * 100)
     with zipfile.ZipFile(path, "a") as archive:
-        archive.writestr("policy.pth", b"weights" * 100)
+        archive.writestr("policy.pth", weights.getvalue())
     raw = bytearray(path.read_bytes())
     start = raw.index(b"weights")
     raw[start:start + 7] = b"WEIGHTS"  # the stored bytes no longer match their CRC

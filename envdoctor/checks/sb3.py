@@ -56,19 +56,76 @@ def remedies(model: Mapping[str, Any], keys: Iterable[str]) -> tuple:
 def dangerous_pickle(facts: Mapping[str, Any]) -> Iterable[Finding]:
     for model in models(facts):
         bad = [e for e in model["entries"] if e["verdict"] == "dangerous"]
-        if not bad:
+        members = [m for m in model.get("weights", ()) if m["verdict"] == "dangerous"]
+        if not bad and not members:
             continue
+        parts = []
+        if bad:
+            parts.append(
+                "Loading a model unpickles its `:serialized:` entries, and these name, call or run things that genuine "
+                "SB3 models never do, or are known to reach out (" + "; ".join(r for e in bad for r in e["reasons"]) + ")."
+            )
+        if members:
+            parts.append(
+                "Its weights hold pickles that torch.load(weights_only=True) refuses, the loader SB3 relies on since "
+                "torch 2.6 made it the default; an older torch, or weights_only=False, would run them ("
+                + "; ".join(f"{m['name']}: {r}" for m in members for r in m["reasons"]) + ")."
+            )
+        parts.append("What envdoctor cannot judge counts as dangerous too. envdoctor only read the bytes; nothing was executed.")
         yield Finding(
             id="sb3.dangerous-pickle",
             severity=Severity.ERROR,
             title=f"{name(model)} holds pickles that can run code when loaded: do not load it",
+            explanation=" ".join(parts),
+            evidence={"model": model["path"], "entries": {e["key"]: e["reasons"] for e in bad}, "members": {m["name"]: m["reasons"] for m in members}},
+            remedies=(remedies(model, [e["key"] for e in bad]) if not members else ()) or dangerous_remedies([e["key"] for e in bad]),
+        )
+
+
+@check("sb3.contains-code", "A model holding pickled functions or objects that are not plain data (never proven safe)", requires=("models",))
+def contains_code(facts: Mapping[str, Any]) -> Iterable[Finding]:
+    for model in models(facts):
+        coded = [e for e in model["entries"] if e["verdict"] == "code"]
+        if not coded:
+            continue
+        functions = sum(len(e["functions"]) for e in coded)
+        objects = sum(1 for e in coded if not e["functions"])
+        keys = ", ".join(e["key"] for e in coded)
+        parts = [f"{functions} pickled function{'s' if functions != 1 else ''}"] if functions else []
+        parts += [f"{objects} {'entries' if objects != 1 else 'entry'} that {'are' if objects != 1 else 'is'} not plain data"] if objects else []
+        what = " and ".join(parts)
+        yield Finding(
+            id="sb3.contains-code",
+            severity=Severity.WARNING,
+            title=f"{name(model)} contains {what} ({keys}): code cannot be proven safe by reading it"
+                  + ("; `envdoctor sanitize` writes a copy without it" if advice.sanitizable(model) else ""),
             explanation=(
-                "Loading a model unpickles its `:serialized:` entries, and these name, call or run things that genuine "
-                "SB3 models never do (" + "; ".join(r for e in bad for r in e["reasons"]) + "). What envdoctor cannot "
-                "judge counts as dangerous too. envdoctor only read the bytes; nothing was executed."
+                "envdoctor calls a pickle safe only when it builds nothing but data from a short closed list of "
+                "constructors. These entries hold code (a lambda, a closure, a callable) or objects outside that list, "
+                "which run when SB3 loads or trains the model. What the code reads is shown for forensics ("
+                + "; ".join(r for e in coded for r in e["reasons"]) + "), but reading code proves nothing about it."
             ),
-            evidence={"model": model["path"], "entries": {e["key"]: e["reasons"] for e in bad}},
-            remedies=remedies(model, [e["key"] for e in bad]) or dangerous_remedies([e["key"] for e in bad]),
+            evidence={"model": model["path"], "entries": {e["key"]: e["reasons"] for e in coded}},
+            remedies=remedies(model, [e["key"] for e in coded]),
+        )
+
+
+@check("sb3.unusable-number", "A model storing a learning rate or clip range SB3 cannot train with (NaN, infinite, negative)", requires=("models",))
+def unusable_number(facts: Mapping[str, Any]) -> Iterable[Finding]:
+    for model in models(facts):
+        bad = model.get("unusable_numbers") or {}
+        if not bad:
+            continue
+        yield Finding(
+            id="sb3.unusable-number",
+            severity=Severity.ERROR,
+            title=f"{name(model)} stores {', '.join(f'{k} = {v}' for k, v in bad.items())}: SB3 cannot train with it",
+            explanation=(
+                "SB3 rebuilds its schedules from these plain numbers at load and trains with them as they are: a NaN or "
+                "infinite rate turns every weight into NaN at the first update, a negative one climbs the loss."
+            ),
+            evidence={"model": model["path"], "values": dict(bad)},
+            remedies=remedies(model, list(bad)),
         )
 
 

@@ -46,15 +46,21 @@ def schedule_number(ctx, param, value):
 @click.option("--clip-range-vf", type=float, callback=schedule_number, help="Use this value-function clip range instead of the one found in the file.")
 @click.option("--force", is_flag=True, help="Replace OUT.zip if it exists.")
 def sanitize_command(model, output, learning_rate, clip_range, clip_range_vf, force) -> int:
-    """Write a copy of MODEL.zip whose pickled schedules are plain numbers, so it loads on any Python."""
+    """Write a copy of MODEL.zip that holds no pickle of it: data written again by envdoctor, schedules with
+    code as plain numbers, weights only when torch's weights_only loader accepts them."""
     overrides = {"learning_rate": learning_rate, "clip_range": clip_range, "clip_range_vf": clip_range_vf}
     result = sanitize(Path(model), Path(output), overrides, force=force)
     if not result.replaced:
         click.echo("Nothing to replace: no schedule holds code, is corrupt or needs a foreign module.")
     for key, plan in result.replaced.items():
         click.echo(f"{key}: {escape_control(plan['was'], multiline=False)} → {plan['value']!r} ({plan['source']})")
+    for key, why in result.dropped.items():
+        click.echo(f"dropped {escape_control(key, multiline=False)}: {why}")
     ignored = [f"--{k.replace('_', '-')}" for k, v in overrides.items() if v is not None and k not in result.replaced]
     if ignored:
         click.echo(f"Ignored {', '.join(ignored)}: that schedule holds no code and was kept.")
-    click.echo(f"Wrote {result.output} ({len(result.copied)} other members copied unchanged).")
+    click.echo(
+        f"Wrote {result.output}: {len(result.rewritten)} pickled entries written again by envdoctor (no pickle copied), "
+        f"{len(result.copied)} members copied ({', '.join(result.copied) or 'none'})."
+    )
     return EXIT_OK

@@ -1,7 +1,9 @@
 """The exact steps a model finding recommends: the `custom_objects` load call and the sanitize command.
 
 SB3 never decodes a key given in `custom_objects`, so passing plain numbers for the schedule keys
-loads any model whose other entries are sound (docs/knowledge/sb3-model-files.md §4a, §4b).
+loads any model whose other entries are sound (docs/knowledge/sb3-model-files.md §4a, §4b). A few
+entries SB3 makes afresh at load, in `_setup_model` after the saved data is applied; sanitize drops them
+when they are not data only, instead of refusing (docs/knowledge/sb3-model-files.md §5, §8).
 """
 
 from __future__ import annotations
@@ -13,7 +15,13 @@ from typing import Any, Mapping
 
 from envdoctor.sb3.schedules import SCHEDULE_KEYS
 
-SOUND = "reference"  # the one verdict that needs no replacing: anything else, judged or not, is unsound
+SOUND = "data"  # the one verdict that needs no replacing: anything else, judged or not, is unsound
+# Entries SB3's `_setup_model` sets again after `model.__dict__.update(data)` (base_class.py `load`).
+DROPPABLE = {
+    "weights": "ARS sets it from the policy's parameters at load (_setup_model)",
+    "_last_lstm_states": "RecurrentPPO makes fresh zero states at load (_setup_model)",
+    "exploration_schedule": "DQN makes it again from exploration_initial_eps, _final_eps and _fraction at load (_setup_model)",
+}
 
 
 def load_call(model: Mapping[str, Any]) -> str:
@@ -36,11 +44,23 @@ def sanitize_command(model: Mapping[str, Any]) -> str:
     return f"envdoctor sanitize {shlex.quote(path)} -o {shlex.quote(sanitized_name(path))}"
 
 
+def droppable(entry: Mapping[str, Any]) -> bool:
+    """Code in an entry SB3 makes again at load: a copy without it loads the same (a dangerous one is refused)."""
+    return entry["key"] in DROPPABLE and entry["verdict"] == "code"
+
+
 def sanitize_blockers(model: Mapping[str, Any]) -> list:
-    """Entries outside the schedule keys with any verdict but "reference" (code, dangerous, corrupt, or one
-    not judged): sanitize cannot replace them by numbers, so it refuses those files."""
-    return [e for e in model["entries"] if e["key"] not in SCHEDULE_KEYS and e["verdict"] != SOUND]
+    """Entries outside the schedule keys with any verdict but "data" (code, dangerous, corrupt, or one
+    not judged), unless droppable: sanitize cannot replace them by numbers, so it refuses those files."""
+    return [e for e in model["entries"] if e["key"] not in SCHEDULE_KEYS and e["verdict"] != SOUND and not droppable(e)]
+
+
+def sanitizable(model: Mapping[str, Any]) -> bool:
+    """Nothing makes sanitize refuse: no blocking entry, and weights torch's weights_only loader takes."""
+    return not sanitize_blockers(model) and all(m["verdict"] == SOUND for m in model.get("weights", ()))
 
 
 def can_sanitize(model: Mapping[str, Any]) -> bool:
-    return bool(model.get("schedules")) and not sanitize_blockers(model)
+    """Sanitize has something to change (a schedule, a droppable entry) and nothing that blocks it."""
+    changes = model.get("schedules") or any(droppable(e) for e in model["entries"])
+    return bool(changes) and sanitizable(model)

@@ -38,6 +38,7 @@ class Allowlist:
     path_classes: Tuple[str, ...]
     dunders: FrozenSet[str]
     reaching: FrozenSet[str]
+    reaching_builtins: FrozenSet[str]
     storage_globals: FrozenSet[str]
     storage_suffix: str
 
@@ -110,6 +111,7 @@ def load() -> Allowlist:
         path_classes=tuple(p[: -len(".<Class>")] for p in patterns if p.endswith(".<Class>")),
         dunders=frozenset(code["dunders"]),
         reaching=frozenset(code["reaching_attributes"]),
+        reaching_builtins=frozenset(code["reaching_builtins"]),
         storage_globals=frozenset(data["torch_storage"]["globals"]),
         storage_suffix=data["torch_storage"]["storage_class_suffix"],
     )

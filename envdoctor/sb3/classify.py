@@ -1,12 +1,14 @@
 """Classifying one `:serialized:` entry of an SB3 `data` member, statically.
 
 Verdicts, worst first:
-- dangerous: it names a global, makes a call or holds code that a genuine SB3 entry never does
-  (allowlist.json), or it is too large to judge: unknown is never clean;
+- dangerous: loading it names or calls something a genuine SB3 entry never does (allowlist.json), its code
+  reaches something known to run commands, load code or touch files, or it is too large to judge;
 - corrupt: SB3's own load would raise on it (bad base64, not a pickle, truncated);
-- code: it holds a code object pickled by value (a lambda, a closure, a class from __main__): bytecode
-  that only the producing Python minor version can run;
-- reference: it only names importable things (classes, FloatSchedule, numpy arrays, spaces).
+- code (*contains code*): it is not data only: a function or code object pickled by value (a lambda, a
+  closure, a class from __main__), a callable wrapper, or an object outside the data-only list. Code cannot
+  be proven safe by reading it, so this is never *safe*; the bytecode reader only says who wrote it, what it
+  calls and whether it crashes here;
+- data (*safe*): data_only.py proves it builds nothing but data from its closed list of constructors.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ import binascii
 import enum
 from typing import Any, Dict, List, Mapping, Optional
 
-from envdoctor.sb3 import allowlist, pickle_judge, pickle_vm
+from envdoctor.sb3 import allowlist, data_only, pickle_judge, pickle_vm
 from envdoctor.sb3 import cloudpickle_reader as reader
 
 
@@ -24,7 +26,7 @@ class Verdict(enum.Enum):
     DANGEROUS = "dangerous"
     CORRUPT = "corrupt"
     CODE = "code"
-    REFERENCE = "reference"
+    DATA = "data"
 
 
 # Modules cloudpickle and pickle themselves need; not worth reporting as requirements.
@@ -96,15 +98,17 @@ def classify(key: str, entry: Mapping[str, Any], system_info_minor: Optional[str
     functions = reader.functions(trace, system_info_minor)
     globals_ = unique(trace.globals)
     modules = sorted(({g.module for g in globals_} | set(reader.subimports(trace))) - PLUMBING_MODULES)
-    danger = pickle_judge.reasons(trace, allowlist.load())
+    judgement = pickle_judge.reasons(trace, allowlist.load())
+    not_data = data_only.reasons(trace)
     classes = reader.classes_by_value(trace)
-    if danger:
-        verdict, reasons = Verdict.DANGEROUS, danger
-    elif functions:
+    if judgement.dangerous:
+        verdict, reasons = Verdict.DANGEROUS, judgement.dangerous
+    elif not_data:
         verdict = Verdict.CODE
-        reasons = [f"{f['qualname']} pickled by value ({f['layout']} layout, Python {f['producer_minor'] or f['python_guess']})" for f in functions]
+        pickled = [f"{f['qualname']} pickled by value ({f['layout']} layout, Python {f['producer_minor'] or f['python_guess']})" for f in functions]
+        reasons = pickled + ([] if functions else not_data) + [f"uses {use}" for use in judgement.unlisted]
     else:
-        verdict, reasons = Verdict.REFERENCE, []
+        verdict, reasons = Verdict.DATA, []
     return {
         "key": key,
         "type": type_text,

@@ -11,7 +11,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional
 
-from envdoctor.sb3 import bytecode, classify, optimizer, pickle_vm, schedules, system_info
+from envdoctor.sb3 import bytecode, classify, optimizer, pickle_vm, schedules, system_info, weights_only
 from envdoctor.sb3.archive import SYSTEM_INFO, VERSION, ModelArchive
 
 # The policy module names the algorithm class to call `.load` on.
@@ -67,6 +67,16 @@ def producer(info: Mapping[str, str], entries: List[Mapping[str, Any]]) -> Dict[
     }
 
 
+def weights(model: ModelArchive) -> List[Dict[str, Any]]:
+    """Each `.pth` member judged as torch.load(weights_only=True) would: "data" or "dangerous", with why."""
+    judged = []
+    for name in model.infos:
+        if weights_only.is_pth(name):
+            reasons = weights_only.member_reasons(model, name)
+            judged.append({"name": name, "verdict": "dangerous" if reasons else "data", "reasons": reasons})
+    return judged
+
+
 def inspect_model(path: Path) -> Dict[str, Any]:
     """Every fact about the model at `path` that can be read without running it."""
     started = time.perf_counter()
@@ -94,7 +104,10 @@ def inspect_model(path: Path) -> Dict[str, Any]:
             "producer": producer(info, entries),
             "algorithm": algorithm(model.data, by_key),
             "plain_keys": sorted(k for k, v in model.data.items() if not serialized(v)),
+            "unusable_numbers": {k: repr(model.data[k]) for k in schedules.SCHEDULE_KEYS if k in model.data and not serialized(model.data[k])
+                                 and not schedules.plain_ok(k, model.data[k])},
             "entries": entries,
+            "weights": weights(model),
             "schedules": plan,
             "optimizer_lr": lr_reads.get("value"),
             "elapsed_ms": round((time.perf_counter() - started) * 1000, 3),

@@ -6,13 +6,16 @@ the user's own code in an entry that holds no code. Loader results that hand out
 `subimport` modules may only be values of a globals dict or of a closure cell that judged code reads
 (code reaches them through checked attribute paths), `_builtin_type` may not hand `CodeType`/`FunctionType`
 to code, fillers fill only what the pickle made, and BUILD may only set the state of an object the pickle
-itself created. The bytes a tensor's storage hands to torch.load are a second pickle, judged too. Every
-code object is judged by code_judge. Linear in the size of the trace: each node is visited once.
+itself created. The bytes a tensor's storage hands to torch.load are a second pickle, judged too (a zip
+there is refused: torch reads it as a zip archive whose data.pkl `_load_from_bytes` loads with
+weights_only=False). A callable wrapper (`functools.partial`) may only wrap a function the pickle made. Every
+code object is judged by code_judge: what it is known to reach makes the entry dangerous, what is merely
+unlisted is forensics. Linear in the size of the trace: each node is visited once.
 """
 
 from __future__ import annotations
 
-from typing import Any, Dict, Iterable, List, Set, Tuple
+from typing import Any, Dict, Iterable, List, NamedTuple, Set, Tuple
 
 from envdoctor.sb3 import code_judge, pickle_vm
 from envdoctor.sb3 import cloudpickle_reader as reader
@@ -35,6 +38,18 @@ FILLERS = {
 # torch's legacy save: magic number, protocol version, sys_info, the storage, its keys; raw bytes follow.
 LEGACY_PICKLES = 5
 DATA, GLOBALS, SUBMODULES, CELL = "data", "globals", "submodules", "cell"
+# Callable wrappers cloudpickle writes by reference (functools.partial.__reduce__): the function they wrap is
+# their first argument, and it must be one the pickle made (its code is judged) .
+WRAPPERS = {"functools.partial"}
+ZIP_MAGIC = b"PK\x03\x04"  # torch.serialization._is_zipfile: these first bytes make torch.load read a zip
+
+
+class Judgement(NamedTuple):
+    """`dangerous`: why loading it, or calling its code, may run something known to reach out; `unlisted`: what
+    its code uses beyond the list without being known to (forensics, never a proof either way)."""
+
+    dangerous: List[str]
+    unlisted: List[str]
 
 
 def loader_name(node: Any) -> str:
@@ -59,6 +74,9 @@ def storage_reasons(data: Any, allow: Allowlist, budget: pickle_vm.Budget) -> It
     unpickling, judged like the first: only storage classes and torch's rebuild functions)."""
     if not isinstance(data, bytes):
         yield f"gives torch.load {reader.describe(data, 0)} instead of a saved storage"
+        return
+    if data.startswith(ZIP_MAGIC):
+        yield "gives torch.load a zip archive, whose data.pkl _load_from_bytes unpickles with weights_only=False"
         return
     traces = pickle_vm.run_sequence(data, LEGACY_PICKLES, budget)
     try:
@@ -87,8 +105,19 @@ def call_reasons(call: Call, allow: Allowlist, budget: pickle_vm.Budget) -> Iter
         yield from storage_reasons(first_arg(call), allow, budget)
     elif allow.is_loader(target.dotted):
         yield from loader_reasons(target, call, allow)
+    elif target.dotted in WRAPPERS:
+        if not wrappable(first_arg(call), allow):
+            yield f"calls {target.dotted} on {reader.describe(first_arg(call), 0)}, not on a function the pickle made or the user's own"
     elif not allow.is_value(target.module, target.name):
         yield f"calls {target.dotted} when loaded"
+
+
+def wrappable(function: Any, allow: Allowlist) -> bool:
+    """What a genuine partial wraps: a function the pickle made (its code is judged), a listed value, or a
+    function of the user's own module by reference (contains code, judged so by data_only)."""
+    if isinstance(function, Global):
+        return allow.is_value(function.module, function.name) or is_user_module(function.module)
+    return maker_name(function) in FUNCTION_MAKERS
 
 
 def loader_reasons(target: Global, call: Call, allow: Allowlist) -> Iterable[str]:
@@ -151,10 +180,19 @@ def value_reasons(node: Any, place: str, has_code: bool, allow: Allowlist) -> It
             yield f"hands types.{first_arg(node)} to code"
 
 
-def walk(trace: Trace, has_code: bool, allow: Allowlist) -> Tuple[List[str], Dict[str, Set[str]]]:
-    """Value reasons for every node reachable as data, and the modules each globals-dict name holds."""
+def names_a_package(node: Dict_) -> bool:
+    """Whether a globals dict gives relative imports a package to resolve in (importlib's _calc___package__
+    reads __package__, then __spec__.parent, then __name__, whole when __path__ is there)."""
+    name = node.get("__name__")
+    return bool(node.get("__package__")) or node.get("__spec__") is not None or node.get("__path__") is not None or (isinstance(name, str) and "." in name)
+
+
+def walk(trace: Trace, has_code: bool, allow: Allowlist) -> Tuple[List[str], Dict[str, Set[str]], bool]:
+    """Value reasons for every node reachable as data, the modules each globals-dict name holds, and whether a
+    globals dict names a package (where the code's relative imports would resolve)."""
     found: List[str] = []
     modules: Dict[str, Set[str]] = {}
+    package = False
     seen: Set[Tuple[int, str]] = set()
     pending: List[Tuple[Any, str]] = [(trace.root, DATA)] + [pair for call in trace.calls for pair in children(call, DATA)]
     while pending:
@@ -165,11 +203,12 @@ def walk(trace: Trace, has_code: bool, allow: Allowlist) -> Tuple[List[str], Dic
             seen.add((id(node), place))
         found.extend(value_reasons(node, place, has_code, allow))
         if isinstance(node, Dict_):
+            package = package or names_a_package(node)
             for key, value in node.pairs:
                 if isinstance(key, str) and loader_name(value) == "subimport" and isinstance(first_arg(value), str):
                     modules.setdefault(key, set()).add(first_arg(value))
         pending.extend(children(node, place))
-    return found, modules
+    return found, modules, package
 
 
 def cell_value(cell: Any, filled: Dict[int, Any]) -> Any:
@@ -206,10 +245,11 @@ def closure_of(call: Call, fields: Dict[str, Any], cells: Tuple[Any, ...], fille
     return code_judge.Closure(strings("varnames"), strings("cellvars"), strings("freevars"), modules)
 
 
-def code_reasons(trace: Trace, modules: Dict[str, Set[str]], allow: Allowlist) -> Iterable[str]:
-    """Each code object's reasons, computed once per distinct code object however often it is shared; a
-    module in a closure cell that no judged code can be linked to is a reason of its own."""
-    judged: Dict[int, List[str]] = {}
+def code_reasons(trace: Trace, modules: Dict[str, Set[str]], allow: Allowlist, package: bool, unlisted: List[str]) -> Iterable[str]:
+    """Each code object's dangerous reasons (its unlisted uses go to `unlisted`), computed once per distinct
+    code object however often it is shared; a module in a closure cell that no judged code can be linked to
+    is a reason of its own."""
+    judged: Dict[int, code_judge.Judged] = {}
     linked_cells: Set[int] = set()
     filled = {id(c.args[0]): c.args[1] for c in trace.calls if loader_name(c) == "cell_set" and isinstance(c.args, tuple) and len(c.args) == 2}
     cells_of = closures(trace)
@@ -226,10 +266,11 @@ def code_reasons(trace: Trace, modules: Dict[str, Set[str]], allow: Allowlist) -
             continue
         cells = cells_of.get(id(call), ())
         linked_cells.update(id(cell_value(cell, filled)) for cell in cells)
-        if id(call) not in judged:
-            judged[id(call)] = code_judge.reasons(code, names, len(call.args), modules, allow, closure_of(call, fields, cells, filled))
         label = reader.describe(fields.get("qualname", fields.get("name")))
-        for reason in judged[id(call)]:
+        if id(call) not in judged:
+            judged[id(call)] = code_judge.reasons(code, names, len(call.args), modules, allow, closure_of(call, fields, cells, filled), package)
+            unlisted.extend(f"{label} {reason}" for reason in judged[id(call)].unlisted)
+        for reason in judged[id(call)].reaching:
             yield f"{label} {reason} when called"
     held = [first_arg(c) for c in trace.calls if loader_name(c) == "_make_cell"] + list(filled.values())
     for value in held:
@@ -237,16 +278,17 @@ def code_reasons(trace: Trace, modules: Dict[str, Set[str]], allow: Allowlist) -
             yield f"hands the module {first_arg(value)} to code through a closure cell no judged code reads"
 
 
-def reasons(trace: Trace, allow: Allowlist) -> List[str]:
+def reasons(trace: Trace, allow: Allowlist) -> Judgement:
     """Why loading this entry, or calling the code in it, may run something a genuine entry never does."""
     has_code = any(reader.is_code_type(call.func) for call in trace.calls)
     budget = pickle_vm.Budget()
     found = [reason for call in trace.calls for reason in call_reasons(call, allow, budget)]
     found.extend(build_reasons(trace))
-    value_found, modules = walk(trace, has_code, allow)
+    value_found, modules, package = walk(trace, has_code, allow)
     found.extend(value_found)
-    found.extend(code_reasons(trace, modules, allow))
-    return unique(found)
+    unlisted: List[str] = []
+    found.extend(code_reasons(trace, modules, allow, package, unlisted))
+    return Judgement(unique(found), unique(unlisted))
 
 
 def unique(items: Iterable[str]) -> List[str]:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import io
 import pickletools
 from dataclasses import dataclass, field
-from typing import Any, BinaryIO, Callable, Dict, Iterator, List, Optional, Tuple
+from typing import Any, BinaryIO, Callable, Dict, FrozenSet, Iterator, List, Optional, Tuple
 
 
 class CorruptPickle(Exception):
@@ -85,6 +85,11 @@ class Persistent:
     pid: Any
 
 
+class ByteArray(bytes):
+    """The bytes of a BYTEARRAY8 opcode: loading makes a (writable) bytearray of them, which a rewritten
+    pickle must make again (NumPy's protocol-5 arrays are writable only over a bytearray)."""
+
+
 @dataclass(frozen=True)
 class OutOfBand:
     """A protocol-5 out-of-band buffer; its bytes are not in the pickle."""
@@ -100,6 +105,7 @@ class Trace:
     builds: List[Tuple[Any, Any]]
     protocol: int
     opcodes: int
+    opnames: FrozenSet[str] = frozenset()
 
 
 CONSTANT_OPS = {
@@ -169,7 +175,7 @@ class _Machine:
     # One handler per opcode family, each called as handler(machine, opcode name, argument).
 
     def op_constant(self, name: str, arg: Any) -> None:
-        self.stack.append(bytes(arg) if name == "BYTEARRAY8" else arg)
+        self.stack.append(ByteArray(arg) if name == "BYTEARRAY8" else arg)
 
     def op_singleton(self, name: str, arg: Any) -> None:
         self.stack.append(SINGLETONS[name])
@@ -367,17 +373,19 @@ def trace(stream: BinaryIO, budget: Budget) -> Trace:
     """Trace one pickle from `stream`, which is left just after its STOP."""
     machine = _Machine()
     count = 0
+    names = set()
     try:  # genops itself raises on unknown opcodes, short arguments and a missing STOP
         for opcode, arg, _ in pickletools.genops(stream):
             count += 1
             if count > budget.left:
                 budget.left = 0
                 raise TooLarge(f"more than {count - 1} opcodes")
+            names.add(opcode.name)
             machine.step(opcode.name, arg)
     except (ValueError, IndexError, TypeError, AttributeError, OverflowError) as error:
         raise CorruptPickle(f"{type(error).__name__}: {error}") from None
     budget.left -= count
-    return Trace(machine.root, machine.globals, machine.calls, machine.builds, machine.protocol, count)
+    return Trace(machine.root, machine.globals, machine.calls, machine.builds, machine.protocol, count, frozenset(names))
 
 
 def callee(node: Any) -> Optional[Global]:

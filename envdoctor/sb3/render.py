@@ -76,7 +76,7 @@ def entry_lines(model: Mapping[str, Any], target: Mapping[str, Any]) -> Iterator
     for entry in model["entries"][:SHOWN]:
         numpy = f", NumPy {entry['numpy_major']} pickle" if entry["numpy_major"] else ""
         yield 2, f"{entry['key']:<24} {entry['verdict']:<10} {entry['bytes']} bytes{numpy}; needs {listed(entry['modules']) or 'nothing'}"
-        for reason in bounded(entry["reasons"]) if entry["verdict"] in ("dangerous", "corrupt") else ():
+        for reason in bounded(entry["reasons"]) if entry["verdict"] in ("dangerous", "corrupt") or not entry["functions"] else ():
             yield 6, reason
         for function in entry["functions"][:SHOWN]:
             first, *rest = function_lines(function, verdicts.effect(function, minor).value)
@@ -87,6 +87,14 @@ def entry_lines(model: Mapping[str, Any], target: Mapping[str, Any]) -> Iterator
             yield 6, f"classes pickled by value: {listed(entry['classes'])}"
     if len(model["entries"]) > SHOWN:
         yield 2, more(model["entries"])
+
+
+def weights_lines(model: Mapping[str, Any]) -> Iterator[tuple]:
+    """(indent, text) rows for every `.pth` member, as torch.load(weights_only=True) would take it."""
+    for member in model.get("weights", ())[:SHOWN]:
+        yield 2, f"{member['name']:<24} {member['verdict']}"
+        for reason in bounded(member["reasons"]):
+            yield 6, reason
 
 
 def schedule_lines(model: Mapping[str, Any]) -> Iterator[str]:
@@ -104,8 +112,10 @@ def text(model: Mapping[str, Any], target: Mapping[str, Any]) -> str:
         f"  judged for: Python {(target.get('python') or {}).get('version', '?')} {(target.get('python') or {}).get('executable', '')}".rstrip(),
         "members:",
         *(f"  {line}" for line in bounded(model["members"], lambda m: f"{m['name']:<32} {m['size']:>12} bytes")),
-        "serialized entries:",
+        "serialized entries (data: safe, nothing but data; code: contains code, never proven safe; dangerous: do not load):",
         *(" " * indent + row for indent, row in entry_lines(model, target)),
+        *(["weights (judged as torch.load(weights_only=True) reads them):"] if model.get("weights") else []),
+        *(" " * indent + row for indent, row in weights_lines(model)),
         f"plain entries: {listed(model['plain_keys'])}",
     ]
     if model["schedules"]:

@@ -54,11 +54,11 @@ def foreign_modules(entry: Mapping[str, Any]) -> list:
 
 
 def needs_replacement(entry: Mapping[str, Any]) -> bool:
-    return entry["verdict"] != "reference" or bool(foreign_modules(entry))
+    return entry["verdict"] != "data" or bool(foreign_modules(entry))
 
 
 def why(entry: Mapping[str, Any]) -> str:
-    if entry["verdict"] == "reference":
+    if entry["verdict"] == "data":
         return "needs " + ", ".join(foreign_modules(entry))
     return entry["verdict"]
 
