@@ -10,7 +10,7 @@ import time
 import jsonschema
 import pytest
 
-from conftest import findings_by_id
+from conftest import findings_by_id, interruptible
 from envdoctor.schema import report_schema
 
 SECRETS = {
@@ -210,7 +210,7 @@ def test_ctrl_c_while_the_cli_is_imported_exits_130_without_a_traceback(tmp_path
 @pytest.mark.slow
 def test_ctrl_c_exits_130_without_a_traceback(tmp_path):
     """A real SIGINT to a running `check` (the ladder is slow enough to be caught in)."""
-    process = subprocess.Popen([sys.executable, "-m", "envdoctor", "check", "--no-save"], cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    process = subprocess.Popen([sys.executable, "-m", "envdoctor", "check", "--no-save"], cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=interruptible)
     time.sleep(2.0)
     process.send_signal(signal.SIGINT)
     _, stderr = process.communicate(timeout=60)
