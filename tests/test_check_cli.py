@@ -84,11 +84,12 @@ def test_no_secret_value_reaches_any_output(envdoctor, tmp_path):
 
 
 def test_home_is_shown_as_tilde_unless_no_redact(envdoctor):
-    home = os.path.dirname(os.path.dirname(os.path.dirname(sys.executable)))  # the repository holding .venv
+    executable = os.path.abspath(sys.executable)  # as the doctor names it: pytest started as ../x/.venv-test/bin/python keeps the ".."
+    home = os.path.dirname(os.path.dirname(os.path.dirname(executable)))  # the repository holding .venv
     redacted = envdoctor("check", "--no-save", "--only", "wsl", "--json", "-", env={"HOME": home}).json()
     assert redacted["facts"]["target"]["python"]["executable"].startswith("~/")
     kept = envdoctor("check", "--no-save", "--only", "wsl", "--no-redact", "--json", "-", env={"HOME": home}).json()
-    assert kept["facts"]["target"]["python"]["executable"] == sys.executable
+    assert kept["facts"]["target"]["python"]["executable"] == executable
 
 
 def recorded_report(envdoctor, tmp_path, kernel_release):
