@@ -12,6 +12,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 from typing import Callable, Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
@@ -19,6 +20,27 @@ import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 CONSTRAINTS = REPO / "constraints" / "test.txt"
+
+
+def interruptible() -> None:
+    """`preexec_fn` for a child a test sends SIGINT to: the default disposition, whatever pytest inherited.
+
+    A shell starts a background job (`cmd &`, `nohup`, many CI runners) with SIGINT ignored, and an
+    ignored signal stays ignored across exec: such a child, and the Python in it, would never see Ctrl-C.
+    """
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+def eventually(condition: Callable[[], object], what: str, within: float = 30.0) -> object:
+    """The first true value of `condition()`, polled until `within` seconds have passed: a state a
+    busy machine (load 10 on 2 cores) reaches late is waited for, not slept for."""
+    deadline = time.monotonic() + within
+    while True:
+        value = condition()
+        if value:
+            return value
+        assert time.monotonic() < deadline, f"not within {within:g} s: {what}"
+        time.sleep(0.05)
 
 
 class Run:

@@ -10,7 +10,7 @@ import time
 import jsonschema
 import pytest
 
-from conftest import findings_by_id
+from conftest import findings_by_id, interruptible
 from envdoctor.schema import report_schema
 
 SECRETS = {
@@ -84,11 +84,12 @@ def test_no_secret_value_reaches_any_output(envdoctor, tmp_path):
 
 
 def test_home_is_shown_as_tilde_unless_no_redact(envdoctor):
-    home = os.path.dirname(os.path.dirname(os.path.dirname(sys.executable)))  # the repository holding .venv
+    executable = os.path.abspath(sys.executable)  # as the doctor names it: pytest started as ../x/.venv-test/bin/python keeps the ".."
+    home = os.path.dirname(os.path.dirname(os.path.dirname(executable)))  # the repository holding .venv
     redacted = envdoctor("check", "--no-save", "--only", "wsl", "--json", "-", env={"HOME": home}).json()
     assert redacted["facts"]["target"]["python"]["executable"].startswith("~/")
     kept = envdoctor("check", "--no-save", "--only", "wsl", "--no-redact", "--json", "-", env={"HOME": home}).json()
-    assert kept["facts"]["target"]["python"]["executable"] == sys.executable
+    assert kept["facts"]["target"]["python"]["executable"] == executable
 
 
 def recorded_report(envdoctor, tmp_path, kernel_release):
@@ -210,7 +211,7 @@ def test_ctrl_c_while_the_cli_is_imported_exits_130_without_a_traceback(tmp_path
 @pytest.mark.slow
 def test_ctrl_c_exits_130_without_a_traceback(tmp_path):
     """A real SIGINT to a running `check` (the ladder is slow enough to be caught in)."""
-    process = subprocess.Popen([sys.executable, "-m", "envdoctor", "check", "--no-save"], cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    process = subprocess.Popen([sys.executable, "-m", "envdoctor", "check", "--no-save"], cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=interruptible)
     time.sleep(2.0)
     process.send_signal(signal.SIGINT)
     _, stderr = process.communicate(timeout=60)

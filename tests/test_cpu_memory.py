@@ -1,6 +1,7 @@
 """CPU instruction and memory checks: real /proc files under ENVDOCTOR_ROOT, recorded facts with --from."""
 
 import json
+import os
 import sys
 
 from conftest import assert_checks_ran, findings_by_id, write_host_root
@@ -24,7 +25,7 @@ def test_a_kvm64_cpu_cannot_import_numpy_2_4(envdoctor, tmp_path):
     numpy = [f for f in found if "NumPy" in f["title"]]
     assert numpy and numpy[0]["severity"] == "error"
     assert set(numpy[0]["evidence"]["missing_flags"]) == {"pni", "ssse3", "sse4_1", "sse4_2", "popcnt", "cx16", "lahf_lm"}
-    assert numpy[0]["remedies"][0]["command"] == f"{sys.executable} -m pip install 'numpy<2.4'"  # the diagnosed interpreter's pip
+    assert numpy[0]["remedies"][0]["command"] == f"{os.path.abspath(sys.executable)} -m pip install 'numpy<2.4'"  # the diagnosed interpreter's pip, named as the doctor names it
     assert run.returncode == 1
 
 

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import interruptible
 from envdoctor.fix import apply as applying
 from envdoctor.fix import record as records
 from envdoctor.fix.facts import gather
@@ -275,7 +276,7 @@ def test_ctrl_c_during_a_step_kills_it_and_rolls_back(venvs, wheel_dir, tmp_path
     frozen = uv_freeze(python)
     uv = Path(sys.executable).with_name("uv")
     env = {**os.environ, "UV_OFFLINE": "1", "UV_FIND_LINKS": str(wheel_dir)}
-    child = subprocess.Popen([sys.executable, "-c", INTERRUPTED_APPLY, str(python), str(uv), str(tmp_path)], stdout=subprocess.PIPE, text=True, env=env)
+    child = subprocess.Popen([sys.executable, "-c", INTERRUPTED_APPLY, str(python), str(uv), str(tmp_path)], stdout=subprocess.PIPE, text=True, env=env, preexec_fn=interruptible)
     for line in child.stdout:
         if line.strip() == "hanging":
             assert "nvidia-cuda-runtime" not in uv_freeze(python)

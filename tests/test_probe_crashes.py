@@ -18,7 +18,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from conftest import assert_checks_ran
+from conftest import assert_checks_ran, interruptible
 from envdoctor import engine
 from envdoctor.probe import ProbeOptions, run_probe
 from envdoctor.probe.runner import run_ladder
@@ -171,13 +171,21 @@ def read_until(stream, text: str) -> str:
     return seen.decode()
 
 
+def command_line(process: psutil.Process) -> list:
+    """A child's argv, or none once it has ended: a collector's child may end between the listing and the reading."""
+    try:
+        return process.cmdline()
+    except (psutil.ZombieProcess, psutil.NoSuchProcess):
+        return []
+
+
 def test_ctrl_c_during_a_hung_stage_ends_the_ladder_and_skips_bisection(tmp_path):
     """The ladder has its own session, so the terminal's SIGINT reaches only the doctor, whose
     threads wait on the ladder: the interrupt must end the ladder's group, not wait for its limit."""
     environ = {**plant(tmp_path / "plant", "numpy", DEADLOCK), "NO_COLOR": "1"}
-    doctor = subprocess.Popen([sys.executable, "-m", "envdoctor", "check", "--only", "probe", "--no-save", "--probe-timeout", "120"], env=environ, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    doctor = subprocess.Popen([sys.executable, "-m", "envdoctor", "check", "--only", "probe", "--no-save", "--probe-timeout", "120"], env=environ, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=interruptible)
     progress = read_until(doctor.stderr, "probe: import numpy … ")
-    ladder = [p for p in psutil.Process(doctor.pid).children() if p.cmdline()[:3] == [sys.executable, "-X", "faulthandler"]]
+    ladder = [p for p in psutil.Process(doctor.pid).children() if command_line(p)[:3] == [sys.executable, "-X", "faulthandler"]]
     assert len(ladder) == 1, progress
     doctor.send_signal(signal.SIGINT)
     _, rest = doctor.communicate(timeout=300)

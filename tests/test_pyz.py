@@ -106,3 +106,9 @@ def test_a_broken_report_is_refused_by_the_structural_check(pyz, recorded, tmp_p
     line = one_line_error(run_python(interpreter(OLDEST), str(pyz), "check", "--from", str(path), "--no-save", cwd=tmp_path))
     assert str(path) in line
     assert list(tmp_path.iterdir()) == [path]
+
+
+def test_building_on_a_python_older_than_3_11_says_what_it_needs_in_one_line():
+    built = subprocess.run([interpreter(OLDEST), str(REPO / "scripts" / "build-pyz")], capture_output=True, text=True)
+    assert built.returncode == 2 and built.stdout == ""
+    assert built.stderr.count("\n") == 1 and built.stderr.startswith("build-pyz: building needs Python 3.11 or newer"), built.stderr

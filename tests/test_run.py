@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from envdoctor.engine import read_report
-from conftest import REPO
+from conftest import REPO, interruptible
 
 DATA = REPO / "tests" / "data" / "run"
 PY = sys.executable
@@ -153,7 +153,7 @@ def test_always_report_writes_a_report_for_a_clean_exit(envdoctor, tmp_path):
 
 def test_ctrl_c_is_forwarded_and_mirrored_without_a_report(tmp_path):
     looping = "import time\nprint('ready', flush=True)\nwhile True: time.sleep(0.05)"
-    doctor = subprocess.Popen([PY, "-m", "envdoctor", "run", "--", PY, "-c", looping], cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    doctor = subprocess.Popen([PY, "-m", "envdoctor", "run", "--", PY, "-c", looping], cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=interruptible)
     assert doctor.stdout.readline() == "ready\n"
     doctor.send_signal(signal.SIGINT)
     _, stderr = doctor.communicate(timeout=60)

@@ -59,8 +59,9 @@ def test_version_drift_names_what_differs(tmp_path):
 
 
 def test_target_script_finds_modules_without_importing_them():
-    argv = [sys.executable, "-X", "importtime", "-c", Path("envdoctor/target/sb3_target.py").read_text(), json.dumps(["numpy._core.numeric", "sb3_contrib.common.maskable.policies", "no_such_module.x"])]
-    done = subprocess.run(argv, capture_output=True, text=True, cwd=Path(__file__).parent.parent, check=True)
+    repo = Path(__file__).parent.parent
+    argv = [sys.executable, "-X", "importtime", "-c", (repo / "envdoctor/target/sb3_target.py").read_text(), json.dumps(["numpy._core.numeric", "sb3_contrib.common.maskable.policies", "no_such_module.x"])]
+    done = subprocess.run(argv, capture_output=True, text=True, cwd=repo, check=True)
     result = json.loads(done.stdout)
     assert result["modules"] == {"numpy._core.numeric": True, "sb3_contrib.common.maskable.policies": True, "no_such_module.x": False}
     imported = [line.split("|")[-1].strip() for line in done.stderr.splitlines()]

@@ -12,7 +12,8 @@ import traceback
 
 import click
 
-from envdoctor import __version__
+from envdoctor import KNOWLEDGE_DATE, __version__
+from envdoctor.cli.helptext import epilog
 from envdoctor.cli.options import GuardedStdout
 from envdoctor.errors import EnvdoctorError
 
@@ -47,8 +48,8 @@ class LazyGroup(click.Group):
         return getattr(importlib.import_module(module), attribute)
 
 
-@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
-@click.version_option(__version__, prog_name="envdoctor")
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100}, epilog=epilog((("0, 1", "as each command's --help says"),), "envdoctor check"))
+@click.version_option(__version__, prog_name="envdoctor", message=f"%(prog)s, version %(version)s (knowledge tables of {KNOWLEDGE_DATE})")
 def cli() -> None:
     """Explain why a PyTorch / CUDA / Stable-Baselines3 stack crashes here, and how to fix it."""
 

@@ -13,6 +13,7 @@ from envdoctor import engine
 from envdoctor.checks import Check
 from envdoctor.checks.registry import load_checks, select
 from envdoctor.cli import EXIT_FINDINGS, EXIT_OK
+from envdoctor.cli.helptext import FAIL_ON_EXITS, epilog
 from envdoctor.cli.options import emit, note, output_options, resolve_python
 from envdoctor.cli.params import DAY_S, Seconds
 from envdoctor.collect.imports import DEFAULT_MODULE_TIMEOUT_S, ImportOptions
@@ -82,7 +83,7 @@ def saved(report, report_dir: Optional[Path]) -> None:
     note(f"Report saved: {path}  (attach it to your bug ticket)")
 
 
-@click.command()
+@click.command(epilog=epilog(FAIL_ON_EXITS, "envdoctor check --python ~/venvs/train --fail-on warning --markdown ticket.md"))
 @click.option("--python", "python", metavar="PATH", help="Interpreter (or venv folder) to diagnose [default: this one].")
 @output_options
 @click.option("--report-dir", type=click.Path(file_okay=False, path_type=Path), help="Where to save the JSON report [default: ./reports].")
@@ -126,7 +127,7 @@ def check(python, json_out, markdown_out, report_dir, no_save, fail_on, only, sk
     return EXIT_FINDINGS if failing else EXIT_OK
 
 
-@click.command("checks")
+@click.command("checks", epilog=epilog((("0", "the checks were listed"),), "envdoctor checks | grep cuda"))
 def list_checks() -> int:
     """List every check with its id and what it looks for."""
     checks, failures = load_checks()

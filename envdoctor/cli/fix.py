@@ -18,6 +18,7 @@ import click
 from envdoctor import engine
 from envdoctor.cli import EXIT_FINDINGS, EXIT_OK
 from envdoctor.cli.check import DEFAULT_REPORT_DIR
+from envdoctor.cli.helptext import epilog
 from envdoctor.cli.options import STDOUT, resolve_python, write_output
 from envdoctor.errors import UsageError
 from envdoctor.fix import apply as applying
@@ -133,7 +134,7 @@ def run_rollback(record_path: str, python: Optional[str], installer_name: Option
     return EXIT_OK if result.outcome.succeeded else EXIT_FINDINGS
 
 
-@click.command()
+@click.command(epilog=epilog((("0", "planned, applied, or nothing to do"), ("1", "refused, or applying failed and was rolled back")), "envdoctor fix --pin-cuda 12.6 --python ~/venvs/train --apply"))
 @click.option("--pin-cuda", "pin_cuda", metavar="X.Y", help="Make torch, torchvision, torchaudio and the NVIDIA wheels one CUDA X.Y stack.")
 @click.option("--torch", "torch_version", metavar="VERSION", help="With --pin-cuda: this torch release instead of the newest that fits.")
 @click.option("--with", "with_packages", multiple=True, type=click.Choice(COMPANIONS), help="With --pin-cuda: also install this companion (default: only those installed).")

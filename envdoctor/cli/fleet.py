@@ -11,6 +11,7 @@ from typing import Optional
 import click
 
 from envdoctor.cli import EXIT_FINDINGS, EXIT_OK
+from envdoctor.cli.helptext import epilog
 from envdoctor.cli.options import emit, note, output_options
 from envdoctor.cli.params import DAY_S, Seconds
 from envdoctor.errors import UsageError
@@ -67,7 +68,7 @@ def nodes_from_ray(address, report_dir, python, probe, timeout) -> list:
         progress.close()
 
 
-@click.command()
+@click.command(epilog=epilog((("0", "every node agrees with the majority"), ("1", "a node deviates from the majority, breaks the policy or has no report")), "envdoctor fleet --reports /shared/envdoctor-reports/"))
 @click.argument("more_reports", nargs=-1, metavar="[FILES]...", type=click.Path(path_type=Path))
 @click.option("--address", metavar="ADDR", help="Ray cluster to check, as for ray.init (e.g. auto, HOST:6379, ray://HOST:10001).")
 @click.option("--reports", "reports_dir", metavar="DIR|FILE", type=click.Path(path_type=Path),
@@ -83,10 +84,7 @@ def nodes_from_ray(address, report_dir, python, probe, timeout) -> list:
 @click.option("-v", "--verbose", is_flag=True, help="List every node with its deviations and why.")
 def fleet(more_reports, address, reports_dir, python, no_probe, timeout, report_dir, policy_file, workers, json_out, markdown_out, verbose) -> int:
     """Run `check` on every node of a Ray cluster (or read a folder of reports) and show the nodes
-    that deviate from the majority, grouped by what differs.
-
-    Exits 1 when a node deviates from the majority, breaks the policy or has no report, 0 otherwise.
-    """
+    that deviate from the majority, grouped by what differs."""
     if more_reports and not reports_dir:
         raise UsageError(f"{more_reports[0]}: report files are read with --reports (envdoctor fleet --reports FILE FILES...)")
     if bool(address) == bool(reports_dir):

@@ -9,6 +9,7 @@ import click
 
 from envdoctor import engine
 from envdoctor.cli import EXIT_FINDINGS, EXIT_OK
+from envdoctor.cli.helptext import FAIL_ON_EXITS, epilog
 from envdoctor.cli.options import emit, output_options, resolve_python
 from envdoctor.errors import UsageError
 from envdoctor.model import Severity
@@ -17,7 +18,7 @@ from envdoctor.sb3.render import ModelsRenderer
 from envdoctor.sb3.sanitize import sanitize
 
 
-@click.command("inspect")
+@click.command("inspect", epilog=epilog(FAIL_ON_EXITS, "envdoctor inspect downloaded_ppo.zip --python ~/venvs/train"))
 @click.argument("model", metavar="MODEL.zip")
 @click.option("--python", "python", metavar="PATH", help="Judge the model for this interpreter (or venv folder) [default: this one].")
 @output_options
@@ -38,7 +39,7 @@ def schedule_number(ctx, param, value):
     return value
 
 
-@click.command("sanitize")
+@click.command("sanitize", epilog=epilog((("0", "the copy was written"),), "envdoctor sanitize ppo_py312.zip -o ppo_any_python.zip"))
 @click.argument("model", metavar="MODEL.zip")
 @click.option("-o", "--output", required=True, metavar="OUT.zip", help="Where to write the sanitised copy.")
 @click.option("--learning-rate", type=float, callback=schedule_number, help="Use this learning rate instead of the one found in the file.")

@@ -16,6 +16,7 @@ from envdoctor.capture.render import CrashRenderer, one_line
 from envdoctor.capture.report import EnvironmentFacts, crash_report, save
 from envdoctor.capture.session import run_command
 from envdoctor.capture.supervise import Settings
+from envdoctor.cli.helptext import epilog
 from envdoctor.cli.params import WEEK_S, Seconds
 from envdoctor.errors import UsageError
 from envdoctor.render.escape import escape_control
@@ -42,7 +43,14 @@ def bisected(run_section: dict) -> None:
         click.echo("envdoctor: bisection interrupted; the report is written without it", err=True)
 
 
-@click.command(context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
+@click.command(
+    context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False},
+    epilog=epilog(
+        (("N", "COMMAND's own exit status"), ("128+N", "COMMAND was killed by signal N"), ("124", "COMMAND printed nothing for --hang-timeout and was ended"),
+         ("126, 127", "COMMAND could not be started")),
+        "envdoctor run --hang-timeout 600 -- python train.py --steps 1e6",
+    ),
+)
 @click.option("--report-dir", type=click.Path(file_okay=False, path_type=Path), help="Where to save the crash report [default: ./reports].")
 @click.option("--gdb", "under_gdb", is_flag=True, help="Run under gdb for the native backtrace of every thread.")
 @click.option("--hang-timeout", type=Seconds(0.1, WEEK_S), metavar="SECONDS", help="Treat this long without any output as a hang: dump every thread's stack and end it.")
@@ -51,12 +59,7 @@ def bisected(run_section: dict) -> None:
 @click.option("--bisect", "bisect", is_flag=True, help="After a crash, hang or failure, re-run COMMAND once per single environment change (threads=1, no CUDA, generic CPU kernels, no LD_LIBRARY_PATH/LD_PRELOAD/PYTHONPATH/user site, MKL on GNU OpenMP), in parallel and bounded in time, to find the change that makes it go away.")
 @click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
 def run(report_dir, under_gdb, hang_timeout, sample_interval, always_report, bisect, command) -> int:
-    """Run COMMAND with its output passed through; if it crashes, hangs or fails, explain why.
-
-    Exits with COMMAND's own status (128+N for signal N, 124 for a hang). Example:
-
-        envdoctor run --hang-timeout 600 -- python train.py --steps 1e6
-    """
+    """Run COMMAND with its output passed through; if it crashes, hangs or fails, explain why."""
     settings = Settings(hang_timeout, sample_interval, under_gdb)
     early = EnvironmentFacts(command, os.environ)
     run_section = run_command(command, settings, os.environ)
