@@ -3,4 +3,4 @@
 __version__ = "0.1.0"
 # The day the knowledge tables (envdoctor/knowledge/*.csv) were last checked against their sources, named
 # by `envdoctor --version`; a test holds it no older than the last commit that changed a table.
-KNOWLEDGE_DATE = "2026-11-23"
+KNOWLEDGE_DATE = "2026-11-26"
