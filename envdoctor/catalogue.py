@@ -41,6 +41,10 @@ class Catalogue:
         """Every rule, in the order the report records their runs: the first pass, then the links."""
         return (*self.first_pass, *self.links)
 
+    def requires(self) -> frozenset:
+        """Every fact section a rule of the first pass cannot be judged without."""
+        return frozenset(section for rule in self.first_pass for section in rule.requires)
+
     def names(self) -> frozenset:
         """Every id and domain `--only` and `--skip` accept."""
         return frozenset(name for rule in self.rules for name in (rule.id, rule.domain))

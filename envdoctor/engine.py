@@ -16,7 +16,7 @@ from typing import Iterable, List, Mapping, NamedTuple, Optional, Sequence, Tupl
 from envdoctor import __version__, proc, redact
 from envdoctor.catalogue import Catalogue, find
 from envdoctor.checks.runner import run_checks
-from envdoctor.collect import CollectContext, gather, timed
+from envdoctor.collect import ON_DEMAND, CollectContext, gather, timed
 from envdoctor.collect.imports import ImportOptions
 from envdoctor.collect.imports import collect as collect_imports
 from envdoctor.diagnosis.judge import link_and_rank
@@ -84,19 +84,29 @@ def make_safe(report: Report, environ: Mapping[str, str], redact_paths: bool) ->
 
 
 def probed_and_gathered(
-    python: str, environ: Mapping[str, str], probe: Optional[ProbeOptions], imports: Optional[ImportOptions] = None
+    python: str,
+    environ: Mapping[str, str],
+    probe: Optional[ProbeOptions],
+    imports: Optional[ImportOptions] = None,
+    selection: Selection = Selection(),
+    catalogue: Optional[Catalogue] = None,
 ) -> Tuple[Optional[dict], dict, dict]:
     """The probe ladder and the import checks run alongside the collectors: they are the long part, the
-    collectors mostly wait on files and child processes, which is also when the check modules are
-    imported. A Ctrl-C ends their children."""
+    collectors mostly wait on files and child processes, which is also when the rules are found
+    (this installation's when `catalogue` is None) and the sections only they need (ON_DEMAND) are
+    gathered for the rules `selection` selects. A Ctrl-C ends their children."""
     context = CollectContext(python=python, environ=environ)
-    with proc.children_end_on_interrupt(), ThreadPoolExecutor(max_workers=3) as pool:
+    with proc.children_end_on_interrupt(), ThreadPoolExecutor(max_workers=4) as pool:
         started = time.perf_counter()
         probing = pool.submit(run_probe, python, environ, probe) if probe else None
         importing = pool.submit(timed, lambda ctx: collect_imports(ctx.python, ctx.environ, imports), context) if imports else None
-        loading = pool.submit(find)
-        facts, timings = gather(context)
-        loading.result()
+        gathering = pool.submit(gather, context)
+        rules = (find() if catalogue is None else catalogue).select(selection.only, selection.skip)
+        wanted = pool.submit(gather, context, sorted(ON_DEMAND & rules.requires()))
+        facts, timings = gathering.result()
+        more_facts, more_timings = wanted.result()
+        facts.update(more_facts)
+        timings.update(more_timings)
         result = probing.result() if probing else None
         if importing:
             facts["imports"], timings["collect.imports"] = importing.result()
@@ -132,7 +142,7 @@ def diagnose(
     if gathered is not None and probe is None and imports is None:
         probe_result, (facts, timings) = None, (dict(gathered[0]), dict(gathered[1]))
     else:
-        probe_result, facts, timings = probed_and_gathered(python, environ, probe, imports)
+        probe_result, facts, timings = probed_and_gathered(python, environ, probe, imports, selection, catalogue)
     if models:
         facts["models"], timings["collect.models"] = inspected(python, models)
     return judged_report(python, facts, probe_result, selection, timings, environ, redact_paths, run, catalogue)

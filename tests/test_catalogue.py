@@ -1,6 +1,8 @@
 """One catalogue of every rule a report counts: `envdoctor checks` lists them, `--only`/`--skip` accept
 each id and domain a report shows, and a catalogue handed to the engine is what judges."""
 
+import sys
+
 import pytest
 
 from conftest import REPO
@@ -73,3 +75,17 @@ def test_the_links_see_the_findings_of_the_policy_rules_in_the_first_pass():
     assert seen == ["policy.demo"]
     assert [c.id for c in judged.diagnosis] == ["policy.demo"]
     assert [r.id for r in judged.runs] == ["policy.demo", "diagnosis.witness"]
+
+
+@pytest.mark.slow
+def test_free_space_is_measured_only_for_a_selected_rule_that_reads_it(tmp_path, monkeypatch):
+    """No built-in check reads the disk section: measuring it (a child process) is left to `check`s
+    whose selected rules require it, such as a site plugin's."""
+    monkeypatch.chdir(tmp_path)
+    reads_disk = Check("lab.free-space", "reads the disk section", ("disk",), lambda facts: ())
+    catalogue = Catalogue(checks=find().checks, plugins=(reads_disk,))
+    plain = engine.diagnose(sys.executable, engine.Selection(skip=("lab",)), catalogue=catalogue)
+    assert "disk" not in plain.facts and "collect.disk" not in plain.timings_ms
+    measured = engine.diagnose(sys.executable, engine.Selection(only=("lab",)), catalogue=catalogue)
+    assert [folder["path"] for folder in measured.facts["disk"]["folders"]] == [str(tmp_path)]
+    assert {"id": "lab.free-space", "status": "passed"}.items() <= measured.checks[0].to_json().items()

@@ -42,10 +42,15 @@ def policy_rules(policy_file: Optional[str]) -> Sequence[Check]:
     return policy.checks_for(policy.load(Path(policy_file)))
 
 
-def catalogue_for(policy_file: Optional[str], selection: engine.Selection) -> Catalogue:
-    """This installation's rules and the policy's, once --only and --skip are known to name only their
-    ids and domains (every id a report shows: checks, plugins, policy rules, links)."""
-    catalogue = find(policy_rules(policy_file))
+def catalogue_for(policy_file: Optional[str], selection: engine.Selection) -> Optional[Catalogue]:
+    """The rules the command must know before anything runs: this installation's and the policy's,
+    once --only and --skip are known to name only their ids and domains (every id a report shows:
+    checks, plugins, policy rules, links). None when neither a policy nor a selection is given: the
+    engine then finds the rules itself while the collectors wait on their children."""
+    policy = policy_rules(policy_file)
+    if not policy and not selection.only and not selection.skip:
+        return None
+    catalogue = find(policy)
     for ids, option in ((selection.only, "--only"), (selection.skip, "--skip")):
         unknown = catalogue.unknown(ids)
         if unknown:
@@ -53,9 +58,9 @@ def catalogue_for(policy_file: Optional[str], selection: engine.Selection) -> Ca
     return catalogue
 
 
-def selects_probe(catalogue: Catalogue, selection: engine.Selection) -> bool:
-    """The ladder runs only when some selected rule judges its result."""
-    return any("probe" in c.requires for c in catalogue.select(selection.only, selection.skip).first_pass)
+def selects_probe(catalogue: Optional[Catalogue], selection: engine.Selection) -> bool:
+    """The ladder runs only when some selected rule judges its result (any does when nothing was selected)."""
+    return catalogue is None or any("probe" in c.requires for c in catalogue.select(selection.only, selection.skip).first_pass)
 
 
 def probe_options(timeout: float) -> ProbeOptions:
