@@ -14,9 +14,9 @@ from pathlib import Path
 from typing import Iterable, List, Mapping, NamedTuple, Optional, Sequence, Tuple
 
 from envdoctor import __version__, proc, redact
-from envdoctor.checks.registry import load_checks, load_links, select
+from envdoctor.catalogue import Catalogue, find
 from envdoctor.checks.runner import run_checks
-from envdoctor.collect import CollectContext, gather, timed
+from envdoctor.collect import ON_DEMAND, CollectContext, gather, timed
 from envdoctor.collect.imports import ImportOptions
 from envdoctor.collect.imports import collect as collect_imports
 from envdoctor.diagnosis.judge import link_and_rank
@@ -58,15 +58,17 @@ class Judgement(NamedTuple):
     judge_ms: float
 
 
-def judge(facts: Mapping, probe: Optional[Mapping], selection: Selection, run: Optional[Mapping] = None) -> Judgement:
+def judge(facts: Mapping, probe: Optional[Mapping], selection: Selection, run: Optional[Mapping] = None, catalogue: Optional[Catalogue] = None) -> Judgement:
     """Findings and check records for `facts` (the probe's result is judged as the `probe` facts, what
-    `envdoctor run` saw as the `run` facts), linked into a diagnosis."""
+    `envdoctor run` saw as the `run` facts) by the rules of `catalogue` (this installation's when None)
+    that `selection` selects: the checks, plugins and policy rules first, then the links over all
+    their findings into a diagnosis."""
     started = time.perf_counter()
-    checks, failures = load_checks()
+    rules = (find() if catalogue is None else catalogue).select(selection.only, selection.skip)
     judged = {**facts, "probe": probe, "run": run}
-    findings, runs = run_checks(select(checks, selection.only, selection.skip), judged)
-    findings = [plugin_failure(n, e) for n, e in failures] + findings
-    diagnosis, crashed, link_runs = link_and_rank(judged, findings, select(load_links(), selection.only, selection.skip))
+    findings, runs = run_checks(rules.first_pass, judged)
+    findings = [plugin_failure(n, e) for n, e in rules.failures] + findings
+    diagnosis, crashed, link_runs = link_and_rank(judged, findings, rules.links)
     findings = sorted(findings + crashed, key=lambda f: -f.severity.rank)
     return Judgement(findings, runs + link_runs, diagnosis, (time.perf_counter() - started) * 1000)
 
@@ -82,19 +84,29 @@ def make_safe(report: Report, environ: Mapping[str, str], redact_paths: bool) ->
 
 
 def probed_and_gathered(
-    python: str, environ: Mapping[str, str], probe: Optional[ProbeOptions], imports: Optional[ImportOptions] = None
+    python: str,
+    environ: Mapping[str, str],
+    probe: Optional[ProbeOptions],
+    imports: Optional[ImportOptions] = None,
+    selection: Selection = Selection(),
+    catalogue: Optional[Catalogue] = None,
 ) -> Tuple[Optional[dict], dict, dict]:
     """The probe ladder and the import checks run alongside the collectors: they are the long part, the
-    collectors mostly wait on files and child processes, which is also when the check modules are
-    imported. A Ctrl-C ends their children."""
+    collectors mostly wait on files and child processes, which is also when the rules are found
+    (this installation's when `catalogue` is None) and the sections only they need (ON_DEMAND) are
+    gathered for the rules `selection` selects. A Ctrl-C ends their children."""
     context = CollectContext(python=python, environ=environ)
-    with proc.children_end_on_interrupt(), ThreadPoolExecutor(max_workers=3) as pool:
+    with proc.children_end_on_interrupt(), ThreadPoolExecutor(max_workers=4) as pool:
         started = time.perf_counter()
         probing = pool.submit(run_probe, python, environ, probe) if probe else None
         importing = pool.submit(timed, lambda ctx: collect_imports(ctx.python, ctx.environ, imports), context) if imports else None
-        loading = pool.submit(load_checks)
-        facts, timings = gather(context)
-        loading.result()
+        gathering = pool.submit(gather, context)
+        rules = (find() if catalogue is None else catalogue).select(selection.only, selection.skip)
+        wanted = pool.submit(gather, context, sorted(ON_DEMAND & rules.requires()))
+        facts, timings = gathering.result()
+        more_facts, more_timings = wanted.result()
+        facts.update(more_facts)
+        timings.update(more_timings)
         result = probing.result() if probing else None
         if importing:
             facts["imports"], timings["collect.imports"] = importing.result()
@@ -119,22 +131,24 @@ def diagnose(
     imports: Optional[ImportOptions] = None,
     run: Optional[Mapping] = None,
     gathered: Optional[Tuple[dict, dict]] = None,
+    catalogue: Optional[Catalogue] = None,
 ) -> Report:
     """Collect this machine's facts for the interpreter `python`, run the probe ladder unless `probe`
     is None and import every installed module unless `imports` is None, inspect the SB3 model files
     `models` statically, and judge them, with what `envdoctor run` saw of a command (`run`) where there is one.
-    `gathered` is (facts, timings) already collected for this interpreter and environment (gather_environment)."""
+    `gathered` is (facts, timings) already collected for this interpreter and environment (gather_environment);
+    `catalogue` the rules to judge with (this installation's when None)."""
     environ = dict(os.environ if environ is None else environ)
     if gathered is not None and probe is None and imports is None:
         probe_result, (facts, timings) = None, (dict(gathered[0]), dict(gathered[1]))
     else:
-        probe_result, facts, timings = probed_and_gathered(python, environ, probe, imports)
+        probe_result, facts, timings = probed_and_gathered(python, environ, probe, imports, selection, catalogue)
     target = facts.get("target")
     if run is None and isinstance(target, Mapping) and "error" in target:
         raise TargetReadError(f"cannot read the interpreter {python}: {target['error']}")
     if models:
         facts["models"], timings["collect.models"] = inspected(python, models)
-    return judged_report(python, facts, probe_result, selection, timings, environ, redact_paths, run)
+    return judged_report(python, facts, probe_result, selection, timings, environ, redact_paths, run, catalogue)
 
 
 def inspect_models(python: str, models: Sequence[str], environ: Optional[Mapping[str, str]] = None) -> Report:
@@ -162,9 +176,10 @@ def judged_report(
     environ: Mapping[str, str],
     redact_paths: bool = True,
     run: Optional[Mapping] = None,
+    catalogue: Optional[Catalogue] = None,
 ) -> Report:
     """Judge the facts (and the probe's result, and the command's run) into a report that is safe to publish."""
-    judged = judge(facts, probe_result, selection, run)
+    judged = judge(facts, probe_result, selection, run, catalogue)
     report = Report(
         tool_version=__version__,
         created=now(),
@@ -202,9 +217,10 @@ def parsed_json(path: Path):
     return read_json(path, REPORT_SIZE_LIMIT, "an envdoctor report", ReportReadError, depth=REPORT_DEPTH_LIMIT)
 
 
-def rejudge(report: Report, selection: Selection) -> Report:
-    """A recorded report judged again by the current checks; its facts and probe are kept as recorded."""
-    judged = judge(report.facts, report.probe, selection, report.run)
+def rejudge(report: Report, selection: Selection, catalogue: Optional[Catalogue] = None) -> Report:
+    """A recorded report judged again by the current rules (`catalogue`, this installation's when None);
+    its facts and probe are kept as recorded."""
+    judged = judge(report.facts, report.probe, selection, report.run, catalogue)
     return replace(
         report,
         tool_version=__version__,

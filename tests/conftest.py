@@ -233,11 +233,11 @@ def names(value: IdsOrNames) -> Tuple[str, ...]:
 
 def selected(wanted: Tuple[str, ...], skip: Tuple[str, ...]) -> set:
     """The ids of the checks and linking rules that `wanted` names and `skip` leaves; none when `wanted` is empty."""
-    from envdoctor.checks.registry import load_checks, load_links, select
+    from envdoctor.catalogue import find
 
     if not wanted:
         return set()
-    found = {c.id for c in select([*load_checks()[0], *load_links()], wanted, skip)}
+    found = {c.id for c in find().select(wanted, skip).rules}
     assert found, f"{', '.join(wanted)} names no check"
     return found
 

@@ -185,3 +185,18 @@ def test_a_live_check_judges_this_machine_against_the_policy(tmp_path):
     assert run.returncode == 1, run
     assert set(findings_by_id(run.json())) == {"policy.env-required", "policy.env-forbidden"}
     assert list(Path(tmp_path, "reports").glob("*.json"))
+
+
+def test_the_diagnosis_sees_the_policys_findings(tmp_path, policy_file):
+    """The policy's rules judge in the first pass with the checks, so the diagnosis ranks their breaches."""
+    run = run_envdoctor("check", "--from", str(node(tmp_path, lambda f: f["memory"].update(ram_available_bytes=32 * GIB))), "--policy", str(policy_file), "--only", "policy,diagnosis", "--json", "-")
+    assert run.returncode == 1, run
+    assert [c["id"] for c in run.json()["diagnosis"]] == ["policy.ram"]
+    assert "diagnosis.exception" in {c["id"] for c in run.json()["checks"]}
+
+
+def test_checks_lists_the_rules_a_policy_adds(policy_file):
+    run = run_envdoctor("checks", "--policy", str(policy_file))
+    assert run.returncode == 0, run
+    assert "policy.torch-build" in run.stdout and "Policy: NVIDIA driver 580.65.06 or newer" in run.stdout
+    assert "policy." not in run_envdoctor("checks").stdout

@@ -1,10 +1,10 @@
-"""Loading every check: the built-in modules, then third-party entry points."""
+"""Loading every check: the built-in modules, then third-party entry points. envdoctor/catalogue.py
+puts them beside the policy's rules and the linking rules, and selects among them."""
 
 from __future__ import annotations
 
 import importlib
 from functools import lru_cache
-from typing import List
 
 from envdoctor.checks import CHECKS, ENTRY_POINT_GROUP, Check
 
@@ -58,19 +58,3 @@ def builtin_order(check: Check) -> int:
     (a policy or a rule may import one early), then the plugins' in the order they registered."""
     module = check.function.__module__
     return BUILTIN_MODULES.index(module) if module in BUILTIN_MODULES else len(BUILTIN_MODULES)
-
-
-def load_links() -> List[Check]:
-    """The diagnosis's linking rules (envdoctor/diagnosis/links.py), registered on import."""
-    from envdoctor.diagnosis import LINKS, links  # noqa: F401  (importing `links` registers the rules)
-
-    return list(LINKS)
-
-
-def select(checks: List[Check], only=(), skip=()) -> List[Check]:
-    """Checks whose id or domain is in `only` (when given) and not in `skip`."""
-
-    def named(check: Check, names) -> bool:
-        return check.id in names or check.domain in names
-
-    return [c for c in checks if (not only or named(c, only)) and not named(c, skip)]

@@ -10,8 +10,8 @@ from typing import Iterable, Optional, Sequence, Tuple
 import click
 
 from envdoctor import engine
+from envdoctor.catalogue import Catalogue, find
 from envdoctor.checks import Check
-from envdoctor.checks.registry import load_checks, select
 from envdoctor.cli import EXIT_FINDINGS, EXIT_OK
 from envdoctor.cli.helptext import FAIL_ON_EXITS, epilog
 from envdoctor.cli.options import emit, note, output_options, resolve_python
@@ -33,34 +33,35 @@ def split_ids(values: Iterable[str]) -> Tuple[str, ...]:
     return tuple(part.strip() for value in values for part in value.split(",") if part.strip())
 
 
-def validate_ids(ids: Tuple[str, ...], option: str, extra: Sequence[Check] = ()) -> None:
-    """Refuse ids that name no check, the registered ones or the `extra` ones (a policy's rules)."""
-    if not ids:
-        return
-    checks, _ = load_checks()
-    known = {c.id for c in (*checks, *extra)} | {c.domain for c in (*checks, *extra)}
-    unknown = [i for i in ids if i not in known]
-    if unknown:
-        raise UsageError(f"{option}: unknown check id or domain {', '.join(unknown)} (see `envdoctor checks`)")
-
-
-def policy_rules(policy_file: Optional[str]) -> tuple:
-    """The policy named by --policy and its rules as checks, read and validated before anything
+def policy_rules(policy_file: Optional[str]) -> Sequence[Check]:
+    """The rules of the policy named by --policy as checks, its file read and validated before anything
     runs; the TOML reader and the rules load only when a policy is named."""
     if not policy_file:
-        return None, []
+        return ()
     from envdoctor import policy
 
-    loaded = policy.load(Path(policy_file))
-    return loaded, policy.checks_for(loaded)
+    return policy.checks_for(policy.load(Path(policy_file)))
 
 
-def selects_probe(selection: engine.Selection) -> bool:
-    """The ladder runs only when some selected check judges its result."""
-    if not selection.only and not selection.skip:
-        return True
-    checks, _ = load_checks()
-    return any("probe" in c.requires for c in select(checks, selection.only, selection.skip))
+def catalogue_for(policy_file: Optional[str], selection: engine.Selection) -> Optional[Catalogue]:
+    """The rules the command must know before anything runs: this installation's and the policy's,
+    once --only and --skip are known to name only their ids and domains (every id a report shows:
+    checks, plugins, policy rules, links). None when neither a policy nor a selection is given: the
+    engine then finds the rules itself while the collectors wait on their children."""
+    policy = policy_rules(policy_file)
+    if not policy and not selection.only and not selection.skip:
+        return None
+    catalogue = find(policy)
+    for ids, option in ((selection.only, "--only"), (selection.skip, "--skip")):
+        unknown = catalogue.unknown(ids)
+        if unknown:
+            raise UsageError(f"{option}: unknown check id or domain {', '.join(unknown)} (see `envdoctor checks`)")
+    return catalogue
+
+
+def selects_probe(catalogue: Optional[Catalogue], selection: engine.Selection) -> bool:
+    """The ladder runs only when some selected rule judges its result (any does when nothing was selected)."""
+    return catalogue is None or any("probe" in c.requires for c in catalogue.select(selection.only, selection.skip).first_pass)
 
 
 def probe_options(timeout: float) -> ProbeOptions:
@@ -107,19 +108,13 @@ def check(python, json_out, markdown_out, report_dir, no_save, fail_on, only, sk
     if imports and from_report:
         raise UsageError("--imports and --from exclude each other: a recorded report is judged with the imports it recorded")
     selection = engine.Selection(only=split_ids(only), skip=split_ids(skip))
-    policy, policy_checks = policy_rules(policy_file)
-    validate_ids(selection.only, "--only", policy_checks)
-    validate_ids(selection.skip, "--skip", policy_checks)
+    catalogue = catalogue_for(policy_file, selection)
     if from_report:
-        report = engine.rejudge(engine.read_report(Path(from_report)), selection)
+        report = engine.rejudge(engine.read_report(Path(from_report)), selection, catalogue)
     else:
-        probe = None if no_probe or not selects_probe(selection) else probe_options(probe_timeout)
+        probe = None if no_probe or not selects_probe(catalogue, selection) else probe_options(probe_timeout)
         import_options = ImportOptions(module_timeout_s=import_timeout) if imports else None
-        report = engine.diagnose(resolve_python(python), selection, redact_paths=not no_redact, probe=probe, models=models, imports=import_options)
-    if policy:
-        from envdoctor.policy import judged
-
-        report = judged(report, policy, selection.only, selection.skip)
+        report = engine.diagnose(resolve_python(python), selection, redact_paths=not no_redact, probe=probe, models=models, imports=import_options, catalogue=catalogue)
     if not no_save and (report_dir or not from_report):
         saved(report, report_dir)
     emit(ReportRenderer(report), json_out, markdown_out, verbose)
@@ -127,13 +122,14 @@ def check(python, json_out, markdown_out, report_dir, no_save, fail_on, only, sk
     return EXIT_FINDINGS if failing else EXIT_OK
 
 
-@click.command("checks", epilog=epilog((("0", "the checks were listed"),), "envdoctor checks | grep cuda"))
-def list_checks() -> int:
-    """List every check with its id and what it looks for."""
-    checks, failures = load_checks()
-    width = max(len(c.id) for c in checks)
-    for c in sorted(checks, key=lambda c: c.id):
+@click.command("checks", epilog=epilog((("0", "the rules were listed"),), "envdoctor checks | grep cuda"))
+@click.option("--policy", "policy_file", metavar="POLICY.toml", help="Also list the rules of this policy file, as `check --policy` judges them.")
+def list_checks(policy_file) -> int:
+    """List every rule a report counts (checks, plugins' checks, linking rules) with its id and what it looks for."""
+    catalogue = find(policy_rules(policy_file))
+    width = max(len(c.id) for c in catalogue.rules)
+    for c in sorted(catalogue.rules, key=lambda c: c.id):
         click.echo(f"{c.id.ljust(width)}  {c.summary}")
-    for name, error in failures:
+    for name, error in catalogue.failures:
         click.echo(f"(plugin {name!r} failed to load: {error})", err=True)
     return EXIT_OK

@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Callable, Dict, Mapping, Tuple
+from typing import Callable, Dict, Iterable, Mapping, Optional, Tuple
 
 from envdoctor.collect import cpu, disk, environ, gpu, libraries, memory, system, target
 
@@ -35,6 +35,9 @@ COLLECTORS: Dict[str, Collector] = {
     "gpu": gpu.collect,
     "libraries": libraries.collect,
 }
+# Sections no built-in check reads and no view shows, gathered only for a selected rule that requires
+# them (a site's plugin): measuring free space costs a child process on every `check`.
+ON_DEMAND = frozenset({"disk"})
 
 
 def timed(collector: Collector, ctx: CollectContext) -> Tuple[dict, float]:
@@ -46,10 +49,14 @@ def timed(collector: Collector, ctx: CollectContext) -> Tuple[dict, float]:
     return facts, (time.perf_counter() - started) * 1000
 
 
-def gather(ctx: CollectContext) -> Tuple[dict, dict]:
-    """All collectors' facts by name, and each collector's duration in milliseconds."""
-    with ThreadPoolExecutor(max_workers=len(COLLECTORS)) as pool:
-        futures = {name: pool.submit(timed, c, ctx) for name, c in COLLECTORS.items()}
+def gather(ctx: CollectContext, names: Optional[Iterable[str]] = None) -> Tuple[dict, dict]:
+    """The facts of the collectors `names` (by default all but the ON_DEMAND ones) by name, and each
+    collector's duration in milliseconds."""
+    chosen = [name for name in COLLECTORS if name not in ON_DEMAND] if names is None else list(names)
+    if not chosen:
+        return {}, {}
+    with ThreadPoolExecutor(max_workers=len(chosen)) as pool:
+        futures = {name: pool.submit(timed, COLLECTORS[name], ctx) for name in chosen}
         results = {name: future.result() for name, future in futures.items()}
     facts = {name: facts for name, (facts, _) in results.items()}
     timings = {f"collect.{name}": ms for name, (_, ms) in results.items()}

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+from typing import List, Sequence, Union
 
 from envdoctor.collect.elf import cxx_runtime
 from envdoctor.collect.fatbin import torch_kernels
@@ -36,25 +37,39 @@ def run_target_script(python: str, name: str, *args: str, timeout: float = TIMEO
 
     The source goes through `-c` so the script's folder never lands on the target's sys.path.
     """
+    who = f"{name} under {python}"
+    return parsed(who, result_of(who, python, [script_source(name), *args], timeout, env))
+
+
+def result_of(who: str, python: str, argv: Sequence[str], timeout: float, env) -> str:
+    """Run `python -c SOURCE ARGS...` with its stdout turned into a private result file, and return what
+    the script wrote there; a child that did not end well is a CollectorError with its last stderr line."""
     handle, path = tempfile.mkstemp(prefix="envdoctor-result-")
     os.close(handle)
     try:
         environ = {**(os.environ if env is None else env), RESULT_VARIABLE: path}
-        result = run_child([python, "-c", RESULT_CHANNEL + script_source(name), *args], timeout=timeout, env=environ)
-        if not result.ok:
-            tail = result.stderr.strip().splitlines()[-1:] or [""]
-            raise CollectorError(f"{name} under {python} {result.describe()} {tail[0]}".strip())
-        return read_result(path, f"{name} under {python}")
+        source, *args = argv
+        result = run_child([python, "-c", RESULT_CHANNEL + source, *args], timeout=timeout, env=environ)
+        written = read_bounded(path, who)
     finally:
         os.unlink(path)
+    if not result.ok and "\0" not in written:
+        tail = result.stderr.strip().splitlines()[-1:] or [""]
+        raise CollectorError(f"{who} {result.describe()} {tail[0]}".strip())
+    return written
 
 
-def read_result(path: str, who: str) -> dict:
+def read_bounded(path: str, who: str) -> str:
     with open(path, "rb") as stream:
         data = stream.read(MAX_RESULT_BYTES + 1)
     if len(data) > MAX_RESULT_BYTES:
         raise CollectorError(f"{who} wrote more than {MAX_RESULT_BYTES // 2**20} MiB of facts")
-    last = data.decode("utf-8", "replace").rstrip("\n").rsplit("\n", 1)[-1]
+    return data.decode("utf-8", "replace")
+
+
+def parsed(who: str, written: str) -> dict:
+    """The facts a script wrote: its last line, as JSON (anything it printed before is noise)."""
+    last = written.rstrip("\n").rsplit("\n", 1)[-1]
     try:
         found = json.loads(last)
     except ValueError as error:
@@ -64,16 +79,42 @@ def read_result(path: str, who: str) -> dict:
     return found
 
 
+def run_target_scripts(python: str, names: Sequence[str], timeout: float = TIMEOUT_S, env=None) -> List[Union[dict, CollectorError]]:
+    """Run the argument-less target scripts `names` under `python` in one start of it (target/batch.py)
+    and return, for each, the JSON it wrote or the CollectorError that says why there is none. A
+    script the child did not finish (it failed to start, or died or ran out of time in that script)
+    has the child's end as its error."""
+    try:
+        written = result_of(python, python, [script_source("batch"), *(script_source(name) for name in names)], timeout, env)
+    except CollectorError as error:
+        return [CollectorError(f"{name} under {error}") for name in names]
+    finished = written.split("\0")[:-1]  # a record ends with NUL: the last piece never finished
+    return [
+        outcome(name, python, finished[index]) if index < len(finished) else CollectorError(f"{name} under {python} did not finish")
+        for index, name in enumerate(names)
+    ]
+
+
+def outcome(name: str, python: str, record: str) -> Union[dict, CollectorError]:
+    """One finished record of target/batch.py: the script's JSON, or why it has none."""
+    status, _, text = record.partition("\n")
+    if status != "ok":
+        return CollectorError(f"{name} under {python} {text}")
+    try:
+        return parsed(f"{name} under {python}", text)
+    except CollectorError as error:
+        return error
+
+
 def site_folders(facts: dict, prefix: str) -> list:
     """The environment's own site-packages folders on the interpreter's path."""
     paths = facts.get("python", {}).get("sys_path", ())
     return [p for p in paths if p.startswith(prefix.rstrip("/") + "/") and p.rstrip("/").endswith("site-packages")]
 
 
-def conda(ctx, facts: dict) -> dict:
-    """The conda records and activation (target/conda.py) and, in a conda environment, its C++ runtime
-    read from the ELF files on disk."""
-    found = run_target_script(ctx.python, "conda", env=ctx.environ)
+def conda(ctx, facts: dict, found: dict) -> dict:
+    """The conda records and activation `found` by target/conda.py and, in a conda environment, its
+    C++ runtime read from the ELF files on disk."""
     prefix = found.get("prefix")
     if prefix:
         python = facts.get("python", {}).get("executable") or ctx.python
@@ -92,11 +133,11 @@ def installed_torch_kernels(facts: dict):
 
 
 def collect(ctx) -> dict:
-    facts = run_target_script(ctx.python, "facts", env=ctx.environ)
+    """The interpreter's facts and its conda facts, both read in one start of the interpreter."""
+    facts, found = run_target_scripts(ctx.python, ("facts", "conda"), env=ctx.environ)
+    if isinstance(facts, CollectorError):
+        raise facts
     facts["torch_kernels"] = installed_torch_kernels(facts)
     facts["numpy_builds"] = numpy_builds(facts.get("distributions") or ())
-    try:
-        facts["conda"] = conda(ctx, facts)
-    except CollectorError as error:
-        facts["conda"] = {"error": str(error)}
+    facts["conda"] = {"error": str(found)} if isinstance(found, CollectorError) else conda(ctx, facts, found)
     return facts

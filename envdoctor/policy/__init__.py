@@ -4,25 +4,25 @@
 report's facts. The API is three functions:
 
 - `load(path) -> Policy`: read and validate the file; a bad one raises UsageError naming the key.
-- `judge(policy, facts) -> list of Finding`: the policy's verdict on a report's facts, pure.
-- `judged(report, policy, only, skip) -> Report`: the report with the policy's findings and check runs added.
+- `checks_for(policy) -> list of Check`: the policy's rules as checks, for the rule catalogue
+  (envdoctor/catalogue.py), which `check` judges in its first pass beside the other checks, so
+  `--only`/`--skip` select them and the diagnosis sees their findings.
+- `judge(policy, facts) -> list of Finding`: the policy's verdict on a report's facts alone, pure.
 
-Each rule becomes a check (`checks_for`) run by the normal check runner, so a rule that crashes on
-odd facts is a doctor.check-crashed finding, and one whose facts were not recorded is skipped.
+Each rule becomes a check run by the normal check runner, so a rule that crashes on odd facts is a
+doctor.check-crashed finding, and one whose facts were not recorded is skipped.
 """
 
 from __future__ import annotations
 
-from dataclasses import replace
-from typing import Any, Iterable, List, Mapping
+from typing import Any, List, Mapping
 
-from envdoctor.checks.registry import select
 from envdoctor.checks.runner import run_checks
-from envdoctor.model import Finding, Report
+from envdoctor.model import Finding
 from envdoctor.policy.load import Policy, Section, load
 from envdoctor.policy.rules import checks_for
 
-__all__ = ["Policy", "Section", "load", "checks_for", "judge", "judged"]
+__all__ = ["Policy", "Section", "load", "checks_for", "judge"]
 
 
 def judge(policy: Policy, facts: Mapping[str, Any]) -> List[Finding]:
@@ -30,11 +30,3 @@ def judge(policy: Policy, facts: Mapping[str, Any]) -> List[Finding]:
     findings, _ = run_checks(checks_for(policy), facts)
     return findings
 
-
-def judged(report: Report, policy: Policy, only: Iterable[str] = (), skip: Iterable[str] = ()) -> Report:
-    """`report` with the findings of the policy's rules selected by `only`/`skip` (ids or the
-    `policy` domain) added among its own, judged from its recorded facts and probe."""
-    checks = select(checks_for(policy), tuple(only), tuple(skip))
-    findings, runs = run_checks(checks, {**report.facts, "probe": report.probe})
-    merged = sorted([*report.findings, *findings], key=lambda f: -f.severity.rank)
-    return replace(report, findings=tuple(merged), checks=(*report.checks, *runs))
