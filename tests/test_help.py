@@ -39,7 +39,7 @@ def test_version_names_the_date_of_the_knowledge_tables():
 
 
 def test_version_imports_nothing_heavy():
-    program = "import sys\nfrom envdoctor.cli import main\ntry:\n    main(['--version'])\nexcept SystemExit:\n    print(sorted(m for m in ('rich', 'csv', 'jsonschema', 'envdoctor.engine', 'envdoctor.knowledge') if m in sys.modules))"
+    program = "import sys\nfrom envdoctor.cli import main\ntry:\n    main(['--version'])\nexcept SystemExit:\n    print(sorted(m for m in ('rich', 'csv', 'jsonschema', 'psutil', 'envdoctor.engine', 'envdoctor.knowledge', 'envdoctor.proc') if m in sys.modules))"
     loaded = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, check=True).stdout.splitlines()[-1]
     assert loaded == "[]"
 

@@ -14,7 +14,7 @@ import click
 
 from envdoctor import KNOWLEDGE_DATE, __version__
 from envdoctor.cli.helptext import epilog
-from envdoctor.cli.options import GuardedStdout
+from envdoctor.cli.stdout import GuardedStdout
 from envdoctor.errors import EnvdoctorError
 
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE, EXIT_BUG = 0, 1, 2, 3

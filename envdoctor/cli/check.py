@@ -14,7 +14,8 @@ from envdoctor.catalogue import Catalogue, find
 from envdoctor.checks import Check
 from envdoctor.cli import EXIT_FINDINGS, EXIT_OK
 from envdoctor.cli.helptext import FAIL_ON_EXITS, epilog
-from envdoctor.cli.options import emit, note, output_options, resolve_python
+from envdoctor.cli.options import emit, output_options, resolve_python
+from envdoctor.cli.stdout import note
 from envdoctor.cli.params import DAY_S, Seconds
 from envdoctor.collect.imports import DEFAULT_MODULE_TIMEOUT_S, ImportOptions
 from envdoctor.errors import UsageError

@@ -12,7 +12,8 @@ import click
 
 from envdoctor.cli import EXIT_FINDINGS, EXIT_OK
 from envdoctor.cli.helptext import epilog
-from envdoctor.cli.options import emit, note, output_options
+from envdoctor.cli.options import emit, output_options
+from envdoctor.cli.stdout import note
 from envdoctor.cli.params import DAY_S, Seconds
 from envdoctor.errors import UsageError
 from envdoctor.fleet.aggregate import aggregate
