@@ -243,15 +243,16 @@ def exception_remedies(facts: Mapping[str, Any], failure: Failure) -> Tuple[Reme
         )
     if failure.kind == "missing-module":
         return (Remedy(f"Install what provides `{top}` into the interpreter the command ran:", shlex.join([python, "-m", "pip", "install", top])),)
-    if failure.kind == "numpy-abi":
-        return (Remedy("Keep NumPy below 2 until the extension is rebuilt for NumPy 2 (or upgrade the extension):", shlex.join([python, "-m", "pip", "install", "numpy<2"])),)
-    if failure.kind in ("glibc", "libstdcxx", "undefined-symbol", "missing-library"):
-        return (Remedy("See which library each installed module loads and which one fails:", "envdoctor check --imports"),)
-    if failure.kind in ("no-kernel-image", "cuda-out-of-memory"):
-        return (Remedy("Compare the GPU with what the torch build supports and what else holds its memory:", "envdoctor check --only cuda --only gpu"),)
-    if failure.kind == "illegal-instruction":
-        return (Remedy("Compare the CPU's instruction sets with what the wheels need:", "envdoctor check --only cpu"),)
+    if failure.known is not None and failure.known.remedy:
+        command = failure.known.command.replace("{python}", shlex.quote(python)) if failure.known.command else None
+        return (Remedy(failure.known.remedy, command),)
     return ()
+
+
+def in_own_code(frame: Optional[Mapping[str, Any]]) -> bool:
+    """The frame is the program's own code: a real file outside the standard library and installed packages."""
+    name = str((frame or {}).get("file") or "")
+    return bool(name) and not name.startswith("<") and not stacks.PACKAGES.search(name) and not stacks.is_plumbing(name)
 
 
 @check("run.exception", "The Python exception the command died of, classified", requires=("run",))
@@ -264,10 +265,18 @@ def exception(facts: Mapping[str, Any]) -> Iterable[Finding]:
     evidence = exception_evidence(raised, failure)
     cycle = f" ({' → '.join(evidence['cycle'])})" if evidence.get("cycle") else ""
     fault = stacks.frame_at_fault(raised.get("frames") or [])
+    evidence["at"] = stacks.frame_text(fault) if fault else None
+    evidence["own_code"] = failure.kind == "error" and in_own_code(fault)
+    if evidence["own_code"]:
+        title = f"Your program raised {raised['type']} at {stacks.short(fault['file'])}:{fault.get('line')}: {failure.first_line}"
+    else:
+        title = f"The command died of {failure.name}{cycle}: {failure.first_line}"
+    if failure.known is not None:
+        evidence["sources"] = list(failure.known.sources)
     yield Finding(
         id="run.exception",
         severity=Severity.ERROR,
-        title=f"The command died of {failure.name}{cycle}: {failure.first_line}",
+        title=title,
         explanation=f"{raised['type']} raised" + (f" at {stacks.frame_text(fault)}" if fault else "") + f"; classified as {failure.kind}" + (f" ({failure.named})" if failure.named else "") + ".",
         evidence=evidence,
         remedies=exception_remedies(facts, failure),

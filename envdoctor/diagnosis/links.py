@@ -15,24 +15,13 @@ from envdoctor.capture import stacks
 from envdoctor.diagnosis import link
 from envdoctor.diagnosis.evidence import all_of, cause, first, run_failed, signal_name, symptom
 from envdoctor.failures import classify_exception
+from envdoctor.knowledge.errors import by_kind
 from envdoctor.model import Cause, Finding, Severity
 
 SB3_CODE = ("/stable_baselines3/", "/sb3_contrib/")
-# Which finding explains an exception of each kind, most specific first; without one, the run's own
-# classified exception is the cause.
-EXCEPTION_CAUSES = {
-    "numpy-abi": ("numpy.abi-mismatch", "sb3.numpy-major", "imports.failed"),
-    "circular-import": ("imports.shadowed", "probe.circular-import"),
-    "missing-module": ("sb3.missing-module", "imports.failed"),
-    "libstdcxx": ("conda.cxx-runtime", "imports.failed"),
-    "glibc": ("imports.failed",),
-    "undefined-symbol": ("cuda.library-shadowing", "wheels.mixed-cuda-families", "conda.mixed-cuda", "wheels.torch-pins"),
-    "missing-library": ("cuda.library-shadowing", "wheels.mixed-cuda-families", "wheels.torch-pins"),
-    "cuda-out-of-memory": ("run.gpu-out-of-memory", "gpu.memory-low"),
-    "host-out-of-memory": ("run.out-of-memory", "run.memory-growth", "memory.low-ram"),
-    "no-kernel-image": ("cuda.gpu-arch-unsupported",),
-    "illegal-instruction": ("cpu.missing-instructions",),
-}
+# Which finding explains an exception of a kind the error table has no row for; the table's rows
+# name their own (knowledge/errors.csv).
+UNLISTED_CAUSES = {"missing-module": ("sb3.missing-module", "imports.failed")}
 # Which finding a bisection variation points at when it makes the failure go away.
 VARIATION_CAUSES = {
     "single-thread": ("threads.multiple-openmp", "conda.openmp-mixed", "threads.kmp-duplicate-lib-ok", "threads.oversubscribed", "wsl.kernel"),
@@ -108,14 +97,30 @@ def model_code_crash(facts: Mapping[str, Any]) -> Iterable[Cause]:
             yield cause(finding, confidence, lines, "model-code-crash")
 
 
+def explaining(kind: str) -> Tuple[str, ...]:
+    """The findings that explain a failure of `kind`, most specific first."""
+    known = by_kind(kind)
+    return known.findings if known else UNLISTED_CAUSES.get(kind, ())
+
+
 def exception_cause(facts: Mapping[str, Any], kind: str, said: Finding, rule: str) -> Cause:
-    """The finding that explains an exception of `kind`, or the exception's own finding."""
-    explained = first(facts, *EXCEPTION_CAUSES.get(kind, ()))
+    """The finding that explains an exception of `kind`, or the exception's own finding, as sure as
+    its message makes it: a message that states its cause, or an exception raised by the program's own
+    code with nothing in the environment behind it, is confirmed."""
+    explained = first(facts, *explaining(kind))
     line = f"it failed with {said.evidence.get('type') or 'an error'}: {said.evidence.get('message') or said.title}"
     if explained is not None and explained is not said:
         return cause(explained, "confirmed", [line, f"classified as {kind}, which {explained.id} explains"], rule)
     extra = [f"import cycle: {' → '.join(said.evidence['cycle'])}"] if said.evidence.get("cycle") else []
-    return cause(said, "likely" if kind != "error" else "possible", [line] + extra, rule)
+    known = by_kind(kind)
+    if known is not None:
+        extra.append(f"the message says: {known.cause}")
+        extra += [f"source: {source}" for source in known.sources[:2]]
+        return cause(said, known.confidence, [line] + extra, rule)
+    if said.evidence.get("own_code"):
+        return cause(said, "confirmed", [line, f"raised by the program's own code at {said.evidence.get('at')}; nothing in the environment is implicated"], rule)
+    where = [f"raised at {said.evidence['at']}"] if said.evidence.get("at") else []
+    return cause(said, "likely", [line] + where + extra, rule)
 
 
 @link("exception", "The exception a command or probe stage died of, tied to the finding of its kind")
@@ -210,7 +215,7 @@ def probe_failure(facts: Mapping[str, Any]) -> Iterable[Cause]:
         error = {"type": finding.evidence.get("type"), "message": finding.evidence.get("message") or ""}
         failure = classify_exception(error)
         kind = "circular-import" if finding.id == "probe.circular-import" else failure.kind
-        explained = first(facts, *[i for i in EXCEPTION_CAUSES.get(kind, ()) if i != finding.id])
+        explained = first(facts, *[i for i in explaining(kind) if i != finding.id])
         if explained is not None:
             yield cause(explained, "likely", [f"{finding.title}", f"classified as {kind}, which {explained.id} explains"], "probe-failure")
         else:
