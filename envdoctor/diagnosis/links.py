@@ -151,15 +151,22 @@ def host_out_of_memory(facts: Mapping[str, Any]) -> Iterable[Cause]:
     yield cause(finding, "confirmed" if counted else "likely", signs + ([grew.title] if grew else []), "host-out-of-memory")
 
 
-@link("memory-growth", "A failure after the process tree's memory grew steadily: a leak that ends in a crash (seed 001) or an OOM")
+@link("memory-growth", "A failure after the process tree's memory grew steadily into a limit: a leak that ends in a crash or an OOM")
 def memory_growth(facts: Mapping[str, Any]) -> Iterable[Cause]:
+    """Growth is a cause only with a limit in sight (reached, or the series ended near one), or, for a
+    failure other than a signal, when it went on well past start-up; a segfault is never blamed on
+    growth that stayed far from every limit."""
     finding = first(facts, "run.memory-growth")
     if finding is None or not run_failed(facts):
         return
     evidence = finding.evidence
-    reached = evidence.get("projected_s") is not None and evidence.get("projected_s") <= (facts.get("run") or {}).get("duration_s", 0) * 1.1
     died = ((facts.get("run") or {}).get("ending") or {}).get("kind") == "signal"
-    confidence = "likely" if reached or died or first(facts, "run.out-of-memory") else "possible"
+    if finding.severity is Severity.ERROR or evidence.get("near_limit"):
+        confidence = "likely"
+    elif evidence.get("sustained") and not died:
+        confidence = "possible"
+    else:
+        return
     yield cause(finding, confidence, [finding.title] + ([finding.explanation] if finding.explanation else []), "memory-growth")
 
 
