@@ -19,6 +19,7 @@ from envdoctor.checks import check
 from envdoctor.facts import view_of
 from envdoctor.facts.target import TargetView
 from envdoctor.failures import Failure, classify_exception, first_line
+from envdoctor.knowledge.errors import matching
 from envdoctor.model import Finding, Remedy, Severity
 from envdoctor.words import mib
 
@@ -26,7 +27,7 @@ GPU_FULL_FRACTION = 0.95
 LIMIT_REACHED_FRACTION = 0.9
 BEFORE_DEATH_S = 5.0
 NATIVE_CRASHES = ("SIGSEGV", "SIGABRT", "SIGBUS")
-HOST_OOM_TEXT = re.compile(r"\bMemoryError\b|Cannot allocate memory|std::bad_alloc|can't allocate memory|out of memory", re.IGNORECASE)
+HOST_OOM_TEXT = re.compile(r"\bMemoryError\b|Cannot allocate memory|std::bad_alloc|can't allocate memory|out of memory|Unable to allocate [\d.]+ \w?iB", re.IGNORECASE)
 GPU_OOM_TEXT = re.compile(r"CUDA out of memory|OutOfMemoryError|CUDA_ERROR_OUT_OF_MEMORY|cudaErrorMemoryAllocation|PxgCudaDeviceMemoryAllocator fail to allocate|Failed to allocate pinned memory")
 ERROR_LINE = re.compile(r"^(?:[\w.]+(?:Error|Exception|Interrupt|Exit)\b|RuntimeError|Error:|error:|FATAL|Fatal)")
 PHYSX_REFERENCE = "https://github.com/isaac-sim/OmniIsaacGymEnvs/issues/11"
@@ -268,7 +269,8 @@ def exception(facts: Mapping[str, Any]) -> Iterable[Finding]:
     evidence["at"] = stacks.frame_text(fault) if fault else None
     evidence["own_code"] = failure.kind == "error" and in_own_code(fault)
     if evidence["own_code"]:
-        title = f"Your program raised {raised['type']} at {stacks.short(fault['file'])}:{fault.get('line')}: {failure.first_line}"
+        said = first_line(raised.get("message", ""))
+        title = f"Your program raised {raised['type']} at {stacks.short(fault['file'])}:{fault.get('line')}" + (f": {said}" if said else "")
     else:
         title = f"The command died of {failure.name}{cycle}: {failure.first_line}"
     if failure.known is not None:
@@ -280,4 +282,29 @@ def exception(facts: Mapping[str, Any]) -> Iterable[Finding]:
         explanation=f"{raised['type']} raised" + (f" at {stacks.frame_text(fault)}" if fault else "") + f"; classified as {failure.kind}" + (f" ({failure.named})" if failure.named else "") + ".",
         evidence=evidence,
         remedies=exception_remedies(facts, failure),
+    )
+
+
+@check("run.error-message", "A failure the output names in the stack's own words, where no exception ended the command", requires=("run",))
+def error_message(facts: Mapping[str, Any]) -> Iterable[Finding]:
+    """A run that died by a signal, hung, or exited without a traceback (a fatal error of the
+    interpreter, a native library's abort) is read through the same table of messages as exceptions."""
+    run = facts["run"]
+    kind = ending_kind(facts)
+    if kind not in ("signal", "exit", "hang") or (kind == "exit" and run.get("exception")):
+        return
+    lines = output_lines(run)
+    known = matching("\n".join(lines))
+    if known is None:
+        return
+    hits = [line.strip() for line in lines if known.pattern.search(line)]
+    said = hits[-1] if hits else known.cause  # a pattern that spans lines matches none alone
+    python = view_of(facts, TargetView).executable
+    yield Finding(
+        id="run.error-message",
+        severity=Severity.ERROR,
+        title=f"The output names the failure: {known.cause}",
+        explanation=f"The command's output says: {said[:300]}",
+        evidence={"kind": known.kind, "line": said[:300], "named": known.named("\n".join(lines)), "sources": list(known.sources)},
+        remedies=(Remedy(known.remedy, known.command.replace("{python}", shlex.quote(python)) if known.command else None),) if known.remedy else (),
     )

@@ -130,6 +130,24 @@ def exception(facts: Mapping[str, Any]) -> Iterable[Cause]:
         yield exception_cause(facts, said.evidence.get("kind", "error"), said, "exception")
 
 
+@link("error-message", "A failure whose output names its cause, where no exception ended the command")
+def error_message(facts: Mapping[str, Any]) -> Iterable[Cause]:
+    """The output's message, as sure as the table makes it when the command exited of it; a message
+    seen before a signal or a hang is at most likely (the output may hold a warning of something else)."""
+    said = first(facts, "run.error-message")
+    known = by_kind(said.evidence.get("kind", "")) if said is not None else None
+    if said is None or known is None:
+        return
+    exited = ((facts.get("run") or {}).get("ending") or {}).get("kind") == "exit"
+    confidence = known.confidence if exited else ("likely" if known.confidence == "confirmed" else "possible")
+    line = f"the output says: {said.evidence.get('line')}"
+    explained = first(facts, *known.findings)
+    if explained is not None:
+        yield cause(explained, confidence, [line, f"classified as {known.kind}, which {explained.id} explains"], "error-message")
+    else:
+        yield cause(said, confidence, [line] + [f"source: {source}" for source in known.sources[:2]], "error-message")
+
+
 @link("gpu-out-of-memory", "A crash or error right after the GPU's memory filled")
 def gpu_out_of_memory(facts: Mapping[str, Any]) -> Iterable[Cause]:
     finding = first(facts, "run.gpu-out-of-memory")
