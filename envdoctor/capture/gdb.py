@@ -13,6 +13,7 @@ import shutil
 from pathlib import Path
 from typing import List, Optional, Sequence
 
+from envdoctor.capture import bounds
 from envdoctor.errors import UsageError
 
 FATAL_SIGNALS = "SIGSEGV SIGBUS SIGFPE SIGILL SIGABRT"
@@ -99,7 +100,8 @@ def parse(log_text: str) -> dict:
     stopped_number = int(stop.group(1)) if stop and stop.group(1) else (threads[0]["number"] if stop and threads else None)
     for thread in threads:
         thread["stopped"] = thread["number"] == stopped_number
-    return {"signal": stop.group(3) if stop else None, "threads": threads, "returncode": returncode(log_text)}
+    threads, left_out = bounds.bounded(threads, bounds.native_key, bounds.native_marker, lambda t: t["stopped"])
+    return {"signal": stop.group(3) if stop else None, "threads": threads, "threads_left_out": left_out, "returncode": returncode(log_text)}
 
 
 def returncode(log_text: str) -> Optional[int]:
