@@ -12,7 +12,7 @@ import re
 import shlex
 from typing import Any, Iterable, List, Mapping, Optional, Sequence, Tuple
 
-from envdoctor.capture import stacks
+from envdoctor.capture import bounds, stacks
 from envdoctor.capture.describe import forwarding, left_behind_text, where
 from envdoctor.capture.record import output_lines
 from envdoctor.checks import check
@@ -30,6 +30,7 @@ NATIVE_CRASHES = ("SIGSEGV", "SIGABRT", "SIGBUS")
 HOST_OOM_TEXT = re.compile(r"\bMemoryError\b|Cannot allocate memory|std::bad_alloc|can't allocate memory|out of memory|Unable to allocate [\d.]+ \w?iB", re.IGNORECASE)
 GPU_OOM_TEXT = re.compile(r"CUDA out of memory|OutOfMemoryError|CUDA_ERROR_OUT_OF_MEMORY|cudaErrorMemoryAllocation|PxgCudaDeviceMemoryAllocator fail to allocate|Failed to allocate pinned memory")
 ERROR_LINE = re.compile(r"^(?:[\w.]+(?:Error|Exception|Interrupt|Exit)\b|RuntimeError|Error:|error:|FATAL|Fatal)")
+RECURSION_DEPTH = 50  # repeats of one cycle on a crashed stack that make it the overflow, not a coincidence
 PHYSX_REFERENCE = "https://github.com/isaac-sim/OmniIsaacGymEnvs/issues/11"
 
 
@@ -307,4 +308,37 @@ def error_message(facts: Mapping[str, Any]) -> Iterable[Finding]:
         explanation=f"The command's output says: {said[:300]}",
         evidence={"kind": known.kind, "line": said[:300], "named": known.named("\n".join(lines)), "sources": list(known.sources)},
         remedies=(Remedy(known.remedy, known.command.replace("{python}", shlex.quote(python)) if known.command else None),) if known.remedy else (),
+    )
+
+
+def recursion_of(run: Mapping[str, Any]) -> Optional[Mapping[str, Any]]:
+    """The deepest recursion on the crashed thread's stacks (Python's, else the stopped native one's)."""
+    thread = stacks.crashed_thread(run.get("python_stacks")) or {}
+    native = [t for t in (run.get("native_stacks") or {}).get("threads", ()) if t.get("stopped")]
+    frames = list(thread.get("frames") or ()) + list(thread.get("native_frames") or ()) + list(native[0]["frames"] if native else ())
+    return bounds.deepest_recursion(frames)
+
+
+@check("run.deep-recursion", "A native crash on a stack that one recursion filled", requires=("run",))
+def deep_recursion(facts: Mapping[str, Any]) -> Iterable[Finding]:
+    run = facts["run"]
+    if ending_kind(facts) != "signal" or run["ending"]["signal_name"] not in NATIVE_CRASHES:
+        return
+    marker = recursion_of(run)
+    if marker is None or marker["repeated"] < RECURSION_DEPTH:
+        return
+    yield Finding(
+        id="run.deep-recursion",
+        severity=Severity.ERROR,
+        title=f"A recursion overflowed the C stack: {marker['function']}",
+        explanation=(
+            f"The thread that died was deep in one recursion ({marker['function']}; the dump shows only its innermost frames). "
+            "Each Python call also takes C stack; with sys.setrecursionlimit raised past what the thread's stack holds, "
+            "the interpreter crashes with SIGSEGV instead of raising RecursionError."
+        ),
+        evidence={"recursion": marker["function"], "repeated_at_least": marker["repeated"]},
+        remedies=(
+            Remedy("Make the recursion iterative (an explicit stack or a loop), or keep sys.setrecursionlimit at a depth the stack holds."),
+            Remedy("Where deep recursion is meant, run it in a thread with a larger stack: threading.stack_size(512 * 1024 * 1024) before starting the thread."),
+        ),
     )

@@ -148,6 +148,13 @@ def error_message(facts: Mapping[str, Any]) -> Iterable[Cause]:
         yield cause(said, confidence, [line] + [f"source: {source}" for source in known.sources[:2]], "error-message")
 
 
+@link("deep-recursion", "A native crash on a stack one recursion filled")
+def deep_recursion(facts: Mapping[str, Any]) -> Iterable[Cause]:
+    finding = first(facts, "run.deep-recursion")
+    if finding is not None:
+        yield cause(finding, "likely", [finding.title], "deep-recursion")
+
+
 @link("gpu-out-of-memory", "A crash or error right after the GPU's memory filled")
 def gpu_out_of_memory(facts: Mapping[str, Any]) -> Iterable[Cause]:
     finding = first(facts, "run.gpu-out-of-memory")
