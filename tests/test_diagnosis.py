@@ -15,6 +15,7 @@ from conftest import SB3_DATA, assert_checks_ran, run_envdoctor
 from envdoctor import engine
 from envdoctor.checks import Check
 from envdoctor.diagnosis import LINKS
+from envdoctor.diagnosis.judge import link_and_rank
 from envdoctor.model import Finding, Severity
 from envdoctor.probe.result import Bisection, Ending, Outcome, ProbeResult, StageResult, StageStatus, VariationResult
 
@@ -248,3 +249,34 @@ def test_an_extension_built_for_numpy_1_under_numpy_2_is_named_with_its_remedy(t
     [finding] = [f for f in report["findings"] if f["id"] == "run.exception"]
     assert finding["evidence"]["kind"] == "numpy-abi"
     assert "numpy<2" in finding["remedies"][0]["command"]
+
+
+def exception_run(type_: str, message: str, frames=()) -> dict:
+    """A recorded run that exited of `type_: message`, raised at `frames` (innermost first)."""
+    ending = {"kind": "exit", "returncode": 1, "exit_status": 1, "signal": None, "signal_name": None, "signal_meaning": None, "forwarded_signals": []}
+    return recorded_run(ending=ending, exception={"type": type_, "message": message, "frames": list(frames)}, gpu={"devices": [], "samples": []})
+
+
+def test_a_numpy_2_pickle_under_numpy_1_heads_as_the_models_numpy_major_not_a_missing_module():
+    run = exception_run("ModuleNotFoundError", "No module named 'numpy._core'", [{"file": "/venv/lib/python3.11/site-packages/stable_baselines3/common/save_util.py", "line": 450, "function": "load_from_zip_file"}])
+    judged = engine.judge({}, None, engine.Selection(), run)
+    [said] = [f for f in judged.findings if f.id == "run.exception"]
+    assert said.evidence["kind"] == "numpy-pickle" and "'numpy>=2'" in said.remedies[0].command
+    assert (judged.diagnosis[0].id, judged.diagnosis[0].confidence) == ("run.exception", "confirmed")
+    major = Finding("sb3.numpy-major", Severity.ERROR, "model.zip was saved with NumPy 2.1.0; this environment has NumPy 1.26.4")
+    diagnosis, _, _ = link_and_rank({"run": run}, [said, major], LINKS)
+    assert (diagnosis[0].id, diagnosis[0].confidence) == ("sb3.numpy-major", "confirmed")
+    assert "classified as numpy-pickle, which sb3.numpy-major explains" in diagnosis[0].evidence
+
+
+def test_an_exception_of_the_programs_own_code_is_a_confirmed_cause_with_its_line():
+    judged = engine.judge({}, None, engine.Selection(), exception_run("KeyError", "'batch_size'", [{"file": "/srv/train.py", "line": 12, "function": "main"}]))
+    cause = judged.diagnosis[0]
+    assert (cause.id, cause.confidence) == ("run.exception", "confirmed")
+    assert cause.summary == "Your program raised KeyError at train.py:12: 'batch_size'"
+    assert "nothing in the environment is implicated" in cause.evidence[-1]
+
+
+def test_an_unknown_exception_raised_inside_a_library_is_likely_not_confirmed():
+    judged = engine.judge({}, None, engine.Selection(), exception_run("ValueError", "bad value", [{"file": "/venv/lib/python3.11/site-packages/lib/core.py", "line": 3, "function": "f"}]))
+    assert (judged.diagnosis[0].id, judged.diagnosis[0].confidence) == ("run.exception", "likely")
