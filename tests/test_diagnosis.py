@@ -280,3 +280,17 @@ def test_an_exception_of_the_programs_own_code_is_a_confirmed_cause_with_its_lin
 def test_an_unknown_exception_raised_inside_a_library_is_likely_not_confirmed():
     judged = engine.judge({}, None, engine.Selection(), exception_run("ValueError", "bad value", [{"file": "/venv/lib/python3.11/site-packages/lib/core.py", "line": 3, "function": "f"}]))
     assert (judged.diagnosis[0].id, judged.diagnosis[0].confidence) == ("run.exception", "likely")
+
+
+def test_in_a_wrapper_that_runs_two_interpreters_the_one_that_failed_is_diagnosed(tmp_path):
+    other = "/usr/bin/python3" if os.path.realpath("/usr/bin/python3") != os.path.realpath(sys.executable) else pytest.skip("no second interpreter")
+    wrapper = write(tmp_path / "train.sh", f"""\
+        {other} -c "import sys; print(sys.version)"
+        {sys.executable} -c "import wandb_tracking_client"
+        """)
+    report = crash_report(tmp_path, "bash", str(wrapper))
+    ended = {p["executable"]: p["ended"] for p in report["run"]["python_processes"]}
+    assert ended == {other: "exit", sys.executable: "exception"}
+    assert report["target_python"] == sys.executable
+    [said] = [f for f in report["findings"] if f["id"] == "run.exception"]
+    assert said["remedies"][0]["command"].startswith(sys.executable + " -m pip install")

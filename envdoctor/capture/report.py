@@ -42,10 +42,10 @@ def interpreter_of(argv: Sequence[str]) -> str:
 
 
 def program_interpreter(run: Mapping) -> str:
-    """The interpreter the program really ran under (as its first Python process reported), else the
-    one its command line names."""
-    processes = run.get("python_processes") or []
-    executable = processes[0].get("executable") if processes else None
+    """The interpreter the program really ran under (as the Python process that failed reported), else
+    the one its command line names."""
+    process = opened.diagnosed_process(run)
+    executable = process.get("executable") if process else None
     return executable if executable and Path(executable).exists() else interpreter_of(run["command"])
 
 
