@@ -21,6 +21,7 @@ from envdoctor.sb3.archive import open_zip
 from envdoctor.target import script_source
 
 LOG_VARIABLE = "ENVDOCTOR_AUDIT_LOG"
+VARIATION_VARIABLE = "ENVDOCTOR_VARIATION"  # the change bisection makes again in each Python process
 LOG_LIMIT = 8 * 2**20
 MAX_MODELS = 20
 
