@@ -8,6 +8,7 @@ host memory running out, /dev/shm).
 
 from __future__ import annotations
 
+import os
 import re
 import shlex
 from typing import Any, Iterable, List, Mapping, Optional, Sequence, Tuple
@@ -251,6 +252,39 @@ def exception_remedies(facts: Mapping[str, Any], failure: Failure) -> Tuple[Reme
     return ()
 
 
+def loader_lines(loader: Optional[Mapping[str, Any]]) -> List[str]:
+    """The dynamic linker's choice, in words: which file it loaded for which library and why, and which
+    files define what that one lacks (capture resolved them as the loader does: collect/linker.py)."""
+    if not isinstance(loader, Mapping):
+        return []
+    lines = []
+    if loader.get("library") and loader.get("loaded"):
+        needs = f" (which {loader['needed_by']} needs)" if loader.get("needed_by") else ""
+        lacks = f"; it does not define {loader['version']}" if loader.get("version") and loader.get("loaded_defines_version") is False else ""
+        lines.append(f"the loader took {loader['library']}{needs} from {loader['loaded']} (found through {loader.get('via')}){lacks}")
+    if loader.get("defined_by"):
+        lines.append(f"{loader['version']} is defined by {', '.join(map(str, loader['defined_by']))}")
+    for needed in loader.get("needed") or ():
+        if isinstance(needed, Mapping) and needed.get("loaded"):
+            lines.append(f"{loader.get('needed_by')} links {needed['library']}: loaded from {needed['loaded']} (found through {needed.get('via')})")
+    return lines
+
+
+def loader_remedy(loader: Optional[Mapping[str, Any]]) -> Optional[Remedy]:
+    """Take the entry that put the wrong library first out of the way."""
+    if not isinstance(loader, Mapping) or not loader.get("loaded") or loader.get("loaded_defines_version") is not False:
+        return None
+    via, folder = str(loader.get("via") or ""), os.path.dirname(str(loader["loaded"]))
+    if via.startswith("LD_LIBRARY_PATH="):
+        kept = ":".join(f for f in via.split("=", 1)[1].split(":") if f and f != folder)
+        return Remedy(f"Take {folder} out of LD_LIBRARY_PATH: it puts a {loader['library']} without {loader['version']} first:", f"export LD_LIBRARY_PATH={shlex.quote(kept)}" if kept else "unset LD_LIBRARY_PATH")
+    if via.startswith("LD_PRELOAD="):
+        return Remedy(f"Stop preloading {loader['loaded']}:", "unset LD_PRELOAD")
+    if loader.get("defined_by"):
+        return Remedy(f"Load a {loader['library']} that defines {loader['version']} ({loader['defined_by'][0]}) ahead of {loader['loaded']}, or install the package versions built against the older one.")
+    return None
+
+
 def in_own_code(frame: Optional[Mapping[str, Any]]) -> bool:
     """The frame is the program's own code: a real file outside the standard library and installed packages."""
     name = str((frame or {}).get("file") or "")
@@ -276,13 +310,17 @@ def exception(facts: Mapping[str, Any]) -> Iterable[Finding]:
         title = f"The command died of {failure.name}{cycle}: {failure.first_line}"
     if failure.known is not None:
         evidence["sources"] = list(failure.known.sources)
+    evidence["loader"] = loader_lines(run.get("loader"))
+    remedies = exception_remedies(facts, failure)
+    fix = loader_remedy(run.get("loader"))
     yield Finding(
         id="run.exception",
         severity=Severity.ERROR,
         title=title,
-        explanation=f"{raised['type']} raised" + (f" at {stacks.frame_text(fault)}" if fault else "") + f"; classified as {failure.kind}" + (f" ({failure.named})" if failure.named else "") + ".",
+        explanation=f"{raised['type']} raised" + (f" at {stacks.frame_text(fault)}" if fault else "") + f"; classified as {failure.kind}" + (f" ({failure.named})" if failure.named else "") + "."
+        + "".join(f" {line[0].upper()}{line[1:]}." for line in evidence["loader"]),
         evidence=evidence,
-        remedies=exception_remedies(facts, failure),
+        remedies=((fix,) if fix else ()) + remedies,
     )
 
 
@@ -306,8 +344,8 @@ def error_message(facts: Mapping[str, Any]) -> Iterable[Finding]:
         severity=Severity.ERROR,
         title=f"The output names the failure: {known.cause}",
         explanation=f"The command's output says: {said[:300]}",
-        evidence={"kind": known.kind, "line": said[:300], "named": known.named("\n".join(lines)), "sources": list(known.sources)},
-        remedies=(Remedy(known.remedy, known.command.replace("{python}", shlex.quote(python)) if known.command else None),) if known.remedy else (),
+        evidence={"kind": known.kind, "line": said[:300], "named": known.named("\n".join(lines)), "sources": list(known.sources), "loader": loader_lines(run.get("loader"))},
+        remedies=tuple(r for r in (loader_remedy(run.get("loader")),) if r) + ((Remedy(known.remedy, known.command.replace("{python}", shlex.quote(python)) if known.command else None),) if known.remedy else ()),
     )
 
 

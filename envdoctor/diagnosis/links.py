@@ -109,9 +109,11 @@ def exception_cause(facts: Mapping[str, Any], kind: str, said: Finding, rule: st
     code with nothing in the environment behind it, is confirmed."""
     explained = first(facts, *explaining(kind))
     line = f"it failed with {said.evidence.get('type') or 'an error'}: {said.evidence.get('message') or said.title}"
+    loader = [str(text) for text in said.evidence.get("loader") or ()]
     if explained is not None and explained is not said:
-        return cause(explained, "confirmed", [line, f"classified as {kind}, which {explained.id} explains"], rule)
+        return cause(explained, "confirmed", [line, f"classified as {kind}, which {explained.id} explains"] + loader, rule)
     extra = [f"import cycle: {' → '.join(said.evidence['cycle'])}"] if said.evidence.get("cycle") else []
+    extra += loader
     known = by_kind(kind)
     if known is not None:
         extra.append(f"the message says: {known.cause}")
@@ -140,12 +142,12 @@ def error_message(facts: Mapping[str, Any]) -> Iterable[Cause]:
         return
     exited = ((facts.get("run") or {}).get("ending") or {}).get("kind") == "exit"
     confidence = known.confidence if exited else ("likely" if known.confidence == "confirmed" else "possible")
-    line = f"the output says: {said.evidence.get('line')}"
+    lines = [f"the output says: {said.evidence.get('line')}"] + [str(text) for text in said.evidence.get("loader") or ()]
     explained = first(facts, *known.findings)
     if explained is not None:
-        yield cause(explained, confidence, [line, f"classified as {known.kind}, which {explained.id} explains"], "error-message")
+        yield cause(explained, confidence, lines + [f"classified as {known.kind}, which {explained.id} explains"], "error-message")
     else:
-        yield cause(said, confidence, [line] + [f"source: {source}" for source in known.sources[:2]], "error-message")
+        yield cause(said, confidence, lines + [f"source: {source}" for source in known.sources[:2]], "error-message")
 
 
 @link("deep-recursion", "A native crash on a stack one recursion filled")
