@@ -294,3 +294,36 @@ def test_in_a_wrapper_that_runs_two_interpreters_the_one_that_failed_is_diagnose
     assert report["target_python"] == sys.executable
     [said] = [f for f in report["findings"] if f["id"] == "run.exception"]
     assert said["remedies"][0]["command"].startswith(sys.executable + " -m pip install")
+
+
+MAKE_FOREIGN_PICKLE = """\
+import cloudpickle, sys
+def schedule(initial):
+    def func(progress):
+        return progress * initial
+    return func
+cloudpickle.dump(schedule(3e-4), open(sys.argv[1], "wb"))
+"""
+
+
+@pytest.mark.slow
+def test_a_plain_cloudpickle_from_another_python_that_segfaults_is_tied_to_the_pickle_it_came_from(venvs, tmp_path):
+    from conftest import pyenv_python
+
+    maker = write(tmp_path / "maker.py", MAKE_FOREIGN_PICKLE)
+    python313 = venvs.get("cloudpickle-3.13", ["cloudpickle"], interpreter=pyenv_python("3.13"))
+    import subprocess
+
+    subprocess.run([str(python313), str(maker), str(tmp_path / "schedule.pkl")], check=True, timeout=120)
+    maker.unlink()  # the pickle was written on another machine: its code's file is not here
+    program = write(tmp_path / "resume.py", """\
+        import cloudpickle
+        schedule = cloudpickle.load(open("schedule.pkl", "rb"))
+        print(schedule(0.5))
+        """)
+    report = crash_report(tmp_path, sys.executable, str(program))
+    assert report["run"]["ending"]["kind"] == "signal", report["stderr"]
+    assert str(tmp_path / "schedule.pkl") in report["run"]["opened_files"]
+    cause = report["diagnosis"][0]
+    assert (cause["id"], cause["confidence"]) == ("run.foreign-code", "likely")
+    assert cause["summary"].startswith("The crash is in func (") and "schedule.pkl" in cause["summary"]

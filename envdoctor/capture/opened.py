@@ -130,8 +130,17 @@ def is_model_archive(path: str) -> bool:
         return False
 
 
+MODEL_SUFFIXES = (".zip", ".pkl", ".pickle", ".pt", ".pth")
+
+
+def model_files(run: Mapping) -> List[str]:
+    """The model files (SB3 archives, pickles, torch files) the command opened, and those named on its
+    command line."""
+    named = [a for a in run.get("command", ())[1:] if a.lower().endswith(MODEL_SUFFIXES)]
+    return list(dict.fromkeys(list(run.get("opened_files") or []) + [os.path.abspath(a) for a in named]))
+
+
 def opened_models(run: Mapping) -> List[str]:
-    """The SB3 model files the command opened, and those named on its command line."""
-    named = [a for a in run.get("command", ())[1:] if a.lower().endswith(".zip")]
-    candidates = dict.fromkeys(list(run.get("opened_files") or []) + [os.path.abspath(a) for a in named])
-    return [p for p in candidates if is_model_archive(p)][:MAX_MODELS]
+    """Those of the model files that the model inspector reads (SB3 archives); the others stay in the
+    run's `opened_files`, where a crash in code that is not on this machine is tied to them."""
+    return [p for p in model_files(run) if is_model_archive(p)][:MAX_MODELS]

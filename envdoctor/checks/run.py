@@ -380,3 +380,42 @@ def deep_recursion(facts: Mapping[str, Any]) -> Iterable[Finding]:
             Remedy("Where deep recursion is meant, run it in a thread with a larger stack: threading.stack_size(512 * 1024 * 1024) before starting the thread."),
         ),
     )
+
+
+PICKLED = (".pkl", ".pickle", ".pt", ".pth")
+
+
+def unplaced(frame: Mapping[str, Any]) -> bool:
+    """Code this machine cannot place: its source file does not exist here, or the interpreter could not
+    read its line (faulthandler's `line ???`, which a code object of another Python's layout gives)."""
+    return frame.get("exists") is False or (frame.get("line") is None and frame.get("file") != bounds.MARKER_FILE)
+
+
+@check("run.foreign-code", "A native crash in code that is not on this machine, with pickles the program opened", requires=("run",))
+def foreign_code(facts: Mapping[str, Any]) -> Iterable[Finding]:
+    """Code whose source file does not exist here runs because something unpickled it; a function
+    cloudpickled by another Python version crashes the interpreter when called. The files the program
+    opened name where it came from, whether or not the model inspector reads them."""
+    run = facts["run"]
+    if ending_kind(facts) != "signal":
+        return
+    thread = stacks.crashed_thread(run.get("python_stacks")) or {}
+    strange = next((f for f in thread.get("frames") or () if unplaced(f)), None)
+    pickles = [p for p in run.get("opened_files") or () if str(p).lower().endswith(PICKLED)]
+    if strange is None or not pickles:
+        return
+    yield Finding(
+        id="run.foreign-code",
+        severity=Severity.ERROR,
+        title=f"The crash is in {stacks.frame_text(strange)}, code that is not on this machine, unpickled from a file the program opened ({os.path.basename(pickles[-1])})",
+        explanation=(
+            f"The crashing thread runs {stacks.frame_text(strange)}, code this machine cannot place (its file is not here, or its line cannot be read): the function was unpickled. "
+            f"The program opened {', '.join(pickles[:5])}. A function cloudpickled under another Python version carries that version's bytecode, "
+            "which crashes this interpreter when it runs."
+        ),
+        evidence={"frame": stacks.frame_text(strange), "opened": pickles[:20]},
+        remedies=(
+            Remedy("Load the file with the Python minor that wrote it, or save plain data (numbers, state_dict tensors) instead of functions and objects with code."),
+            Remedy("For SB3, replace the pickled schedules when loading: custom_objects={'learning_rate': 0.0, 'lr_schedule': lambda _: 0.0, 'clip_range': lambda _: 0.0}"),
+        ),
+    )

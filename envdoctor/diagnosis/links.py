@@ -125,6 +125,13 @@ def exception_cause(facts: Mapping[str, Any], kind: str, said: Finding, rule: st
     return cause(said, "likely", [line] + where + extra, rule)
 
 
+@link("foreign-code-crash", "A native crash in unpickled code that is not on this machine, and the pickles the program opened")
+def foreign_code_crash(facts: Mapping[str, Any]) -> Iterable[Cause]:
+    finding = first(facts, "run.foreign-code")
+    if finding is not None and not all_of(facts, "sb3.foreign-bytecode"):
+        yield cause(finding, "likely", [finding.title, f"the program opened {', '.join(finding.evidence.get('opened') or ())}"], "foreign-code-crash")
+
+
 @link("exception", "The exception a command or probe stage died of, tied to the finding of its kind")
 def exception(facts: Mapping[str, Any]) -> Iterable[Cause]:
     said = first(facts, "run.exception")
