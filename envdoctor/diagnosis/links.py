@@ -29,6 +29,8 @@ VARIATION_CAUSES = {
     "aten-cpu-default": ("cpu.missing-instructions",),
     "no-ld-overrides": ("cuda.library-shadowing",),
     "mkl-gnu-threading": ("threads.multiple-openmp", "conda.openmp-mixed"),
+    "no-pythonpath": ("imports.shadowed",),
+    "no-user-site": ("imports.shadowed",),
 }
 # Which static findings can make each probe stage crash, most telling first.
 STAGE_CAUSES = {
