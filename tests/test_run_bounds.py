@@ -32,7 +32,7 @@ def faulthandler_dump(threads: int) -> str:
     text = ["Fatal Python error: Segmentation fault", ""]
     for number in range(threads):
         text.append(f"{'Current thread' if number == 0 else 'Thread'} 0x{number + 1:016x} (most recent call first):")
-        text += [f'  File "/srv/pool.py", line {10 + i}, in step{i}' for i in range(100)] + [""]
+        text += [f'  File "/srv/pool.py", line {10 + i} in step{i}' for i in range(100)] + [""]
     return "\n".join(text)
 
 
@@ -75,3 +75,18 @@ def test_the_report_of_a_huge_gdb_capture_is_within_2_mb_of_json_and_20000_chara
     text = markdown_report(report, None)
     assert len(text) <= 20_000
     assert text.count("```") % 2 == 0
+
+
+def test_a_run_whose_frames_carry_pages_of_names_is_cut_to_its_budget_crashed_thread_first_kept():
+    huge = "std::vector<" * 2000
+    text = ["Fatal Python error: Segmentation fault", ""]
+    for number in range(100):
+        text.append(f"{'Current thread' if number == 0 else 'Thread'} 0x{number + 1:016x} (most recent call first):")
+        text += [f'  File "/srv/{"deep/" * 100}m{i}.py", line {i} in f{i}' for i in range(100)] + [""]
+    log = gdb_log(threads=100, depth=10).replace("pthread_cond_wait", huge)
+    run = {"python_stacks": stacks.parse("\n".join(text)), "native_stacks": gdb.parse(log), "output_tail": [{"stream": "stderr", "text": "x" * 2000}] * 100, "opened_files": []}
+    assert max(len(f["function"]) for t in run["native_stacks"]["threads"] for f in t["frames"]) <= bounds.TEXT_CHARS + 40  # a marker adds its count
+    bounds.within_budget(run, 300_000)
+    assert bounds.size_of(run) <= 300_000
+    crashed = next(t for t in run["python_stacks"]["threads"] if t["current"])
+    assert crashed["frames"][0]["function"] == "f0"

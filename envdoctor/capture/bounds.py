@@ -7,10 +7,13 @@ MAX_PERIOD frames repeated MIN_REPEATS times or more in a row is kept once, foll
 says "f → g repeated 52,000 times"), then each thread keeps its INNERMOST frames and its outermost
 ones up to MAX_FRAMES, the threads beyond MAX_THREADS are counted but dropped (the crashed one is kept
 first), and once MAX_TOTAL_FRAMES are kept the remaining threads keep only their innermost few.
+Last, the whole run section is cut to RUN_BYTES of JSON (within_budget), so a report stays within
+2 MB whatever names the frames carry.
 """
 
 from __future__ import annotations
 
+import json
 from typing import Callable, Hashable, List, Mapping, Optional, Sequence
 
 MAX_PERIOD = 8
@@ -68,7 +71,7 @@ def collapsed(frames: Sequence[dict], key: Key, marker: Callable[[str, Optional[
             at += 1
             continue
         cycle = frames[at : at + period]
-        names = " → ".join(str(f.get("function")) for f in cycle)
+        names = clipped(" → ".join(str(f.get("function")) for f in cycle))
         kept += list(cycle) + [marker(f"{names} repeated {repeats - 1:,} more times", repeats - 1)]
         at += period * repeats
     return kept
@@ -103,3 +106,56 @@ def deepest_recursion(frames: Sequence[Mapping]) -> Optional[Mapping]:
     """The marker of the recursion repeated most often among `frames`, or None."""
     markers = [f for f in frames if isinstance(f.get("repeated"), int)]
     return max(markers, key=lambda f: f["repeated"]) if markers else None
+
+
+RUN_BYTES = 1_500_000  # the run section's share of a report that stays within 2 MB of JSON
+TEXT_CHARS = 400  # a C++ frame's demangled name can run to pages
+
+
+def clipped(text: Optional[str]) -> Optional[str]:
+    return text if text is None or len(text) <= TEXT_CHARS else text[:TEXT_CHARS] + "…"
+
+
+def size_of(value) -> int:
+    return len(json.dumps(value, default=str))
+
+
+def within_budget(run: dict, budget: int = RUN_BYTES) -> dict:
+    """`run` cut until its JSON fits `budget`, least telling first: the frames of threads that did not
+    crash, then the crashed thread's outer frames, the output's older lines, the files opened, and last
+    the threads that did not crash."""
+    steps = (
+        lambda: shrink_threads(run, not_crashed, FEW),
+        lambda: shrink_threads(run, not_crashed, 1),
+        lambda: shrink_threads(run, lambda t: True, 2 * FEW),
+        lambda: run.update(output_tail=(run.get("output_tail") or [])[-20:]),
+        lambda: run.update(opened_files=(run.get("opened_files") or [])[:20]),
+        lambda: drop_threads(run, not_crashed),
+    )
+    for step in steps:
+        if size_of(run) <= budget:
+            break
+        step()
+    return run
+
+
+def not_crashed(thread: Mapping) -> bool:
+    return not (thread.get("current") or thread.get("stopped"))
+
+
+def shrink_threads(run: dict, which: Callable[[dict], bool], keep: int) -> None:
+    for stacks in (run.get("python_stacks"), run.get("native_stacks")):
+        for thread in (stacks or {}).get("threads") or ():
+            if which(thread):
+                marker = native_marker if stacks is run.get("native_stacks") else python_marker
+                thread["frames"] = capped(list(thread.get("frames") or []), marker, keep, keep)
+                if thread.get("native_frames"):
+                    thread["native_frames"] = capped(list(thread["native_frames"]), native_marker, keep, keep)
+
+
+def drop_threads(run: dict, which: Callable[[dict], bool]) -> None:
+    for stacks in (run.get("python_stacks"), run.get("native_stacks")):
+        if stacks and stacks.get("threads"):
+            kept = [t for t in stacks["threads"] if not which(t)]
+            stacks["threads_left_out"] = (stacks.get("threads_left_out") or 0) + len(stacks["threads"]) - len(kept)
+            stacks["threads"] = kept

@@ -95,7 +95,7 @@ def parse(log_text: str) -> dict:
         if header:
             threads.append({"number": int(header.group(1)), "pthread": header.group(2), "lwp": int(header.group(3)), "name": header.group(4), "frames": []})
         elif frame and threads:
-            threads[-1]["frames"].append({"index": int(frame.group(1)), "function": frame.group(2), "location": frame.group(4)})
+            threads[-1]["frames"].append({"index": int(frame.group(1)), "function": bounds.clipped(frame.group(2)), "location": bounds.clipped(frame.group(4))})
     stop = STOP.search(log_text)
     stopped_number = int(stop.group(1)) if stop and stop.group(1) else (threads[0]["number"] if stop and threads else None)
     for thread in threads:

@@ -6,7 +6,7 @@ import tempfile
 from pathlib import Path
 from typing import Mapping, Optional, Sequence
 
-from envdoctor.capture import gdb, opened, record
+from envdoctor.capture import bounds, gdb, opened, record
 from envdoctor.capture.exceptions import last_exception
 from envdoctor.capture.supervise import Settings, Supervisor, child_environment
 from envdoctor.collect import linker
@@ -24,7 +24,7 @@ def run_command(argv: Sequence[str], settings: Settings, environ: Mapping[str, s
         run["exception"] = last_exception(seen.tail.stderr_text())
         run.update(opened.read(Path(workdir) / "audit.log", child_environment(environ)[0], hook))
         run["loader"] = loader_facts(run, seen.tail.stderr_text(), environ)
-        return run
+        return bounds.within_budget(run)
 
 
 def loader_facts(run: dict, stderr: str, environ: Mapping[str, str]) -> Optional[dict]:
