@@ -327,3 +327,14 @@ def test_a_plain_cloudpickle_from_another_python_that_segfaults_is_tied_to_the_p
     cause = report["diagnosis"][0]
     assert (cause["id"], cause["confidence"]) == ("run.foreign-code", "likely")
     assert cause["summary"].startswith("The crash is in func (") and "schedule.pkl" in cause["summary"]
+
+
+@pytest.mark.parametrize("changes", [
+    {"loader": {"library": 7, "loaded": ["x"], "defined_by": "abc", "needed": 5, "loaded_defines_version": False, "via": None}},
+    {"loader": "not a mapping", "opened_files": 5},
+    {"opened_files": ["a.pkl", None, 3], "python_stacks": {"threads": [{"current": True, "frames": [{"file": "<dynamic-code>", "line": None, "function": "f"}]}]}},
+    {"native_stacks": {"threads": [{"stopped": True, "frames": [{"function": "f", "repeated": True}, 7]}]}},
+], ids=["loader of the wrong types", "loader and files not lists", "odd opened files", "odd native frames"])
+def test_a_hostile_recorded_run_is_judged_without_a_crashed_check(changes):
+    judged = engine.judge({}, None, engine.Selection(), recorded_run(**changes))
+    assert [f.evidence.get("check") for f in judged.findings if f.id == "doctor.check-crashed"] == []

@@ -104,7 +104,7 @@ def bounded(threads: List[dict], key: Key, marker: Callable[[str, Optional[int]]
 
 def deepest_recursion(frames: Sequence[Mapping]) -> Optional[Mapping]:
     """The marker of the recursion repeated most often among `frames`, or None."""
-    markers = [f for f in frames if isinstance(f.get("repeated"), int)]
+    markers = [f for f in frames if isinstance(f.get("repeated"), int) and not isinstance(f.get("repeated"), bool)]
     return max(markers, key=lambda f: f["repeated"]) if markers else None
 
 

@@ -20,7 +20,7 @@ from envdoctor.checks import check
 from envdoctor.facts import view_of
 from envdoctor.facts.target import TargetView
 from envdoctor.failures import Failure, classify_exception, first_line
-from envdoctor.knowledge.errors import matching
+from envdoctor.knowledge.errors import KnownError, matching
 from envdoctor.model import Finding, Remedy, Severity
 from envdoctor.words import mib
 
@@ -246,10 +246,14 @@ def exception_remedies(facts: Mapping[str, Any], failure: Failure) -> Tuple[Reme
         )
     if failure.kind == "missing-module":
         return (Remedy(f"Install what provides `{top}` into the interpreter the command ran:", shlex.join([python, "-m", "pip", "install", top])),)
-    if failure.known is not None and failure.known.remedy:
-        command = failure.known.command.replace("{python}", shlex.quote(python)) if failure.known.command else None
-        return (Remedy(failure.known.remedy, command),)
-    return ()
+    return table_remedy(failure.known, python)
+
+
+def table_remedy(known: Optional[KnownError], python: str) -> Tuple[Remedy, ...]:
+    """The error table's remedy for a message, its command in the words of the interpreter that ran."""
+    if known is None or not known.remedy:
+        return ()
+    return (Remedy(known.remedy, known.command.replace("{python}", shlex.quote(python)) if known.command else None),)
 
 
 def loader_lines(loader: Optional[Mapping[str, Any]]) -> List[str]:
@@ -262,9 +266,10 @@ def loader_lines(loader: Optional[Mapping[str, Any]]) -> List[str]:
         needs = f" (which {loader['needed_by']} needs)" if loader.get("needed_by") else ""
         lacks = f"; it does not define {loader['version']}" if loader.get("version") and loader.get("loaded_defines_version") is False else ""
         lines.append(f"the loader took {loader['library']}{needs} from {loader['loaded']} (found through {loader.get('via')}){lacks}")
-    if loader.get("defined_by"):
+    if isinstance(loader.get("defined_by"), list) and loader["defined_by"]:
         lines.append(f"{loader['version']} is defined by {', '.join(map(str, loader['defined_by']))}")
-    for needed in loader.get("needed") or ():
+    needed_list = loader.get("needed") if isinstance(loader.get("needed"), list) else []
+    for needed in needed_list:
         if isinstance(needed, Mapping) and needed.get("loaded"):
             lines.append(f"{loader.get('needed_by')} links {needed['library']}: loaded from {needed['loaded']} (found through {needed.get('via')})")
     return lines
@@ -280,7 +285,7 @@ def loader_remedy(loader: Optional[Mapping[str, Any]]) -> Optional[Remedy]:
         return Remedy(f"Take {folder} out of LD_LIBRARY_PATH: it puts a {loader['library']} without {loader['version']} first:", f"export LD_LIBRARY_PATH={shlex.quote(kept)}" if kept else "unset LD_LIBRARY_PATH")
     if via.startswith("LD_PRELOAD="):
         return Remedy(f"Stop preloading {loader['loaded']}:", "unset LD_PRELOAD")
-    if loader.get("defined_by"):
+    if isinstance(loader.get("defined_by"), list) and loader["defined_by"]:
         return Remedy(f"Load a {loader['library']} that defines {loader['version']} ({loader['defined_by'][0]}) ahead of {loader['loaded']}, or install the package versions built against the older one.")
     return None
 
@@ -345,7 +350,7 @@ def error_message(facts: Mapping[str, Any]) -> Iterable[Finding]:
         title=f"The output names the failure: {known.cause}",
         explanation=f"The command's output says: {said[:300]}",
         evidence={"kind": known.kind, "line": said[:300], "named": known.named("\n".join(lines)), "sources": list(known.sources), "loader": loader_lines(run.get("loader"))},
-        remedies=tuple(r for r in (loader_remedy(run.get("loader")),) if r) + ((Remedy(known.remedy, known.command.replace("{python}", shlex.quote(python)) if known.command else None),) if known.remedy else ()),
+        remedies=tuple(r for r in (loader_remedy(run.get("loader")),) if r) + table_remedy(known, python),
     )
 
 
@@ -354,7 +359,7 @@ def recursion_of(run: Mapping[str, Any]) -> Optional[Mapping[str, Any]]:
     thread = stacks.crashed_thread(run.get("python_stacks")) or {}
     native = [t for t in (run.get("native_stacks") or {}).get("threads", ()) if t.get("stopped")]
     frames = list(thread.get("frames") or ()) + list(thread.get("native_frames") or ()) + list(native[0]["frames"] if native else ())
-    return bounds.deepest_recursion(frames)
+    return bounds.deepest_recursion([f for f in frames if isinstance(f, Mapping)])
 
 
 @check("run.deep-recursion", "A native crash on a stack that one recursion filled", requires=("run",))
@@ -401,7 +406,8 @@ def foreign_code(facts: Mapping[str, Any]) -> Iterable[Finding]:
         return
     thread = stacks.crashed_thread(run.get("python_stacks")) or {}
     strange = next((f for f in thread.get("frames") or () if unplaced(f)), None)
-    pickles = [p for p in run.get("opened_files") or () if str(p).lower().endswith(PICKLED)]
+    opened = run.get("opened_files") if isinstance(run.get("opened_files"), list) else []
+    pickles = [p for p in opened if str(p).lower().endswith(PICKLED)]
     if strange is None or not pickles:
         return
     yield Finding(
