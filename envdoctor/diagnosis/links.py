@@ -92,7 +92,8 @@ def model_code_crash(facts: Mapping[str, Any]) -> Iterable[Cause]:
     run = facts.get("run") or {}
     if (run.get("ending") or {}).get("kind") != "signal":
         return
-    frames, opened = crashed_frames(facts), list(run.get("opened_files") or ())
+    frames = crashed_frames(facts)
+    opened = [str(p) for p in run.get("opened_files")] if isinstance(run.get("opened_files"), list) else []
     for finding in all_of(facts, "sb3.foreign-bytecode"):
         if pickled_functions(finding):
             confidence, lines = model_code_links(frames, finding, opened)
