@@ -55,3 +55,9 @@ def test_the_first_cause_is_the_reason_the_program_failed(program, tmp_path):
         [finding] = [f for f in report["findings"] if f["id"] == cause]
         assert finding["evidence"]["kind"] == kind, finding
     assert all(c["id"] != "run.memory-growth" for c in report["diagnosis"])
+
+
+@pytest.mark.slow
+def test_a_syntax_error_is_placed_at_the_line_that_did_not_compile(tmp_path):
+    report = diagnosed(CORPUS / "syntax_error_in_module.sh", tmp_path)
+    assert report["diagnosis"][0]["summary"].startswith("Your program raised SyntaxError at shaping.py:2")
