@@ -1,11 +1,10 @@
 """One classifier for the error text of a failure: a failed import (`check --imports`), a failed probe
 stage, or the user's own command (`envdoctor run`).
 
-It reads the messages the failing layer writes: NumPy's own for an extension built for the other
-NumPy ABI (numpy/_core/_multiarray_umath.py, numpy/core/__init__.py; "numpy.dtype size changed" from
-Cython's type-size check), the dynamic loader's (`version 'GLIBC_2.34' not found`, `cannot open shared
-object file`, `undefined symbol`), CPython's ("partially initialized module", "No module named"), and
-CUDA's and PyTorch's ("CUDA out of memory", "no kernel image is available for execution on the device").
+It reads the error before guessing: the exception's own message is looked up in the table of messages
+the stack raises (knowledge/errors.py: NumPy's ABI errors, the dynamic loader's, CUDA's and PyTorch's,
+pickle's, gym's and SB3's, the operating system's), then CPython's "No module named", then the output
+around the exception (a worker's error printed before the main process failed).
 """
 
 from __future__ import annotations
@@ -14,37 +13,11 @@ import re
 from dataclasses import dataclass
 from typing import Optional
 
-NUMPY_ABI = re.compile(
-    r"numpy\.dtype size changed|compiled using NumPy 1\.x cannot be run in|_ARRAY_API not found|"
-    r"numpy\.core\.(multiarray|umath) failed to import|No module named 'numpy\.core\._multiarray_umath'"
-)
+from envdoctor.knowledge.errors import KnownError, matching
+
 NO_MODULE = re.compile(r"No module named '([^']+)'")
-# Most specific first: a message may match more than one (a CUDA error names its library too).
-PATTERNS = (
-    ("cuda-out-of-memory", re.compile(r"CUDA out of memory|CUDA_ERROR_OUT_OF_MEMORY|cudaErrorMemoryAllocation|torch\.(?:cuda\.)?OutOfMemoryError"), "ran out of GPU memory"),
-    ("host-out-of-memory", re.compile(r"^MemoryError\b|std::bad_alloc|Cannot allocate memory", re.MULTILINE), "ran out of host memory"),
-    ("no-kernel-image", re.compile(r"no kernel image is available for execution on the device|CUDA error: invalid device function"), "has no GPU kernels for this GPU's architecture"),
-    ("glibc", re.compile(r"version [`'](GLIBC_[\d.]+)' not found"), "needs a newer glibc than this system's"),
-    ("libstdcxx", re.compile(r"version [`']((?:GLIBCXX|CXXABI)_[\d.]+)' not found"), "needs a newer libstdc++ than the one loaded"),
-    ("missing-library", re.compile(r"([\w.+-]+\.so[\w.]*): cannot open shared object file"), "needs a shared library that is not installed"),
-    ("undefined-symbol", re.compile(r"undefined symbol: (\S+)"), "was built against another version of a library it links"),
-    ("circular-import", re.compile(r"partially initialized module '([^']+)'"), "hits a circular import"),
-    ("illegal-instruction", re.compile(r"Illegal instruction"), "uses a CPU instruction this CPU does not have"),
-)
-
-
-# What each kind is, named for a sentence about the process that failed.
+# What the kinds without a row are, named for a sentence about the process that failed.
 NAMES = {
-    "numpy-abi": "an extension built for another NumPy ABI",
-    "cuda-out-of-memory": "CUDA out of memory",
-    "host-out-of-memory": "host memory exhausted",
-    "no-kernel-image": "no GPU kernels for this GPU's architecture",
-    "glibc": "a glibc older than a library needs",
-    "libstdcxx": "a libstdc++ older than a library needs",
-    "missing-library": "a shared library that is not installed",
-    "undefined-symbol": "a library built against another version of one it links",
-    "circular-import": "a circular import",
-    "illegal-instruction": "a CPU instruction this CPU does not have",
     "missing-module": "a module that is not installed",
     "error": "an exception",
 }
@@ -58,10 +31,11 @@ class Failure:
     what: str
     named: str
     first_line: str
+    known: Optional[KnownError] = None
 
     @property
     def name(self) -> str:
-        return NAMES.get(self.kind, self.kind)
+        return self.known.cause if self.known else NAMES.get(self.kind, self.kind)
 
 
 def first_line(text: str) -> str:
@@ -70,17 +44,16 @@ def first_line(text: str) -> str:
 
 
 def classify_message(message: str, text: str, line: str) -> Failure:
-    """The failure `message` (an exception's "Type: text") names, reading `text` (the message with the
-    output around it) for the layers' own words; `line` is what is shown of it."""
-    if NUMPY_ABI.search(text):
-        return Failure("numpy-abi", "was built for another NumPy ABI", "", line)
-    for kind, pattern, what in PATTERNS:
-        match = pattern.search(text)
-        if match:
-            return Failure(kind, what, next(iter(match.groups()), None) or "", line)
+    """The failure `message` (an exception's "Type: text") names, reading the message first and then
+    `text` (the message with the output around it); `line` is what is shown of it."""
+    known = matching(message)
     missing = NO_MODULE.search(message)
-    if missing:
+    if known is None and missing:
         return Failure("missing-module", "needs a module that is not installed", missing.group(1), line)
+    known = known or matching(text)
+    if known is not None:
+        source = message if known.pattern.search(message) else text
+        return Failure(known.kind, f"fails with {known.cause}", known.named(source) or "", line, known)
     return Failure("error", "raises an exception", "", line)
 
 

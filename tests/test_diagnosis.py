@@ -15,6 +15,7 @@ from conftest import SB3_DATA, assert_checks_ran, run_envdoctor
 from envdoctor import engine
 from envdoctor.checks import Check
 from envdoctor.diagnosis import LINKS
+from envdoctor.diagnosis.judge import link_and_rank
 from envdoctor.model import Finding, Severity
 from envdoctor.probe.result import Bisection, Ending, Outcome, ProbeResult, StageResult, StageStatus, VariationResult
 
@@ -248,3 +249,92 @@ def test_an_extension_built_for_numpy_1_under_numpy_2_is_named_with_its_remedy(t
     [finding] = [f for f in report["findings"] if f["id"] == "run.exception"]
     assert finding["evidence"]["kind"] == "numpy-abi"
     assert "numpy<2" in finding["remedies"][0]["command"]
+
+
+def exception_run(type_: str, message: str, frames=()) -> dict:
+    """A recorded run that exited of `type_: message`, raised at `frames` (innermost first)."""
+    ending = {"kind": "exit", "returncode": 1, "exit_status": 1, "signal": None, "signal_name": None, "signal_meaning": None, "forwarded_signals": []}
+    return recorded_run(ending=ending, exception={"type": type_, "message": message, "frames": list(frames)}, gpu={"devices": [], "samples": []})
+
+
+def test_a_numpy_2_pickle_under_numpy_1_heads_as_the_models_numpy_major_not_a_missing_module():
+    run = exception_run("ModuleNotFoundError", "No module named 'numpy._core'", [{"file": "/venv/lib/python3.11/site-packages/stable_baselines3/common/save_util.py", "line": 450, "function": "load_from_zip_file"}])
+    judged = engine.judge({}, None, engine.Selection(), run)
+    [said] = [f for f in judged.findings if f.id == "run.exception"]
+    assert said.evidence["kind"] == "numpy-pickle" and "'numpy>=2'" in said.remedies[0].command
+    assert (judged.diagnosis[0].id, judged.diagnosis[0].confidence) == ("run.exception", "confirmed")
+    major = Finding("sb3.numpy-major", Severity.ERROR, "model.zip was saved with NumPy 2.1.0; this environment has NumPy 1.26.4")
+    diagnosis, _, _ = link_and_rank({"run": run}, [said, major], LINKS)
+    assert (diagnosis[0].id, diagnosis[0].confidence) == ("sb3.numpy-major", "confirmed")
+    assert "classified as numpy-pickle, which sb3.numpy-major explains" in diagnosis[0].evidence
+
+
+def test_an_exception_of_the_programs_own_code_is_a_confirmed_cause_with_its_line():
+    judged = engine.judge({}, None, engine.Selection(), exception_run("KeyError", "'batch_size'", [{"file": "/srv/train.py", "line": 12, "function": "main"}]))
+    cause = judged.diagnosis[0]
+    assert (cause.id, cause.confidence) == ("run.exception", "confirmed")
+    assert cause.summary == "Your program raised KeyError at train.py:12: 'batch_size'"
+    assert "nothing in the environment is implicated" in cause.evidence[-1]
+
+
+def test_an_unknown_exception_raised_inside_a_library_is_likely_not_confirmed():
+    judged = engine.judge({}, None, engine.Selection(), exception_run("ValueError", "bad value", [{"file": "/venv/lib/python3.11/site-packages/lib/core.py", "line": 3, "function": "f"}]))
+    assert (judged.diagnosis[0].id, judged.diagnosis[0].confidence) == ("run.exception", "likely")
+
+
+def test_in_a_wrapper_that_runs_two_interpreters_the_one_that_failed_is_diagnosed(tmp_path):
+    other = "/usr/bin/python3" if os.path.realpath("/usr/bin/python3") != os.path.realpath(sys.executable) else pytest.skip("no second interpreter")
+    wrapper = write(tmp_path / "train.sh", f"""\
+        {other} -c "import sys; print(sys.version)"
+        {sys.executable} -c "import wandb_tracking_client"
+        """)
+    report = crash_report(tmp_path, "bash", str(wrapper))
+    ended = {p["executable"]: p["ended"] for p in report["run"]["python_processes"]}
+    assert ended == {other: "exit", sys.executable: "exception"}
+    assert report["target_python"] == sys.executable
+    [said] = [f for f in report["findings"] if f["id"] == "run.exception"]
+    assert said["remedies"][0]["command"].startswith(sys.executable + " -m pip install")
+
+
+MAKE_FOREIGN_PICKLE = """\
+import cloudpickle, sys
+def schedule(initial):
+    def func(progress):
+        return progress * initial
+    return func
+cloudpickle.dump(schedule(3e-4), open(sys.argv[1], "wb"))
+"""
+
+
+@pytest.mark.slow
+def test_a_plain_cloudpickle_from_another_python_that_segfaults_is_tied_to_the_pickle_it_came_from(venvs, tmp_path):
+    from conftest import pyenv_python
+
+    maker = write(tmp_path / "maker.py", MAKE_FOREIGN_PICKLE)
+    python313 = venvs.get("cloudpickle-3.13", ["cloudpickle"], interpreter=pyenv_python("3.13"))
+    import subprocess
+
+    subprocess.run([str(python313), str(maker), str(tmp_path / "schedule.pkl")], check=True, timeout=120)
+    maker.unlink()  # the pickle was written on another machine: its code's file is not here
+    program = write(tmp_path / "resume.py", """\
+        import cloudpickle
+        schedule = cloudpickle.load(open("schedule.pkl", "rb"))
+        print(schedule(0.5))
+        """)
+    report = crash_report(tmp_path, sys.executable, str(program))
+    assert report["run"]["ending"]["kind"] == "signal", report["stderr"]
+    assert str(tmp_path / "schedule.pkl") in report["run"]["opened_files"]
+    cause = report["diagnosis"][0]
+    assert (cause["id"], cause["confidence"]) == ("run.foreign-code", "likely")
+    assert cause["summary"].startswith("The crash is in func (") and "schedule.pkl" in cause["summary"]
+
+
+@pytest.mark.parametrize("changes", [
+    {"loader": {"library": 7, "loaded": ["x"], "defined_by": "abc", "needed": 5, "loaded_defines_version": False, "via": None}},
+    {"loader": "not a mapping", "opened_files": 5},
+    {"opened_files": ["a.pkl", None, 3], "python_stacks": {"threads": [{"current": True, "frames": [{"file": "<dynamic-code>", "line": None, "function": "f"}]}]}},
+    {"native_stacks": {"threads": [{"stopped": True, "frames": [{"function": "f", "repeated": True}, 7]}]}},
+], ids=["loader of the wrong types", "loader and files not lists", "odd opened files", "odd native frames"])
+def test_a_hostile_recorded_run_is_judged_without_a_crashed_check(changes):
+    judged = engine.judge({}, None, engine.Selection(), recorded_run(**changes))
+    assert [f.evidence.get("check") for f in judged.findings if f.id == "doctor.check-crashed"] == []

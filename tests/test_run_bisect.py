@@ -161,3 +161,23 @@ def test_a_hostile_recorded_bisection_is_judged_without_crashing(single_thread_c
     judged = run.json()
     assert not [c for c in judged["checks"] if c["id"] == "run.bisected" and c["status"] == "crashed"]
     assert_checks_ran(judged, ran=())
+
+
+@pytest.mark.slow
+def test_a_variation_reaches_the_program_when_its_wrapper_script_exports_the_same_variable(tmp_path):
+    script = tmp_path / "prog.py"
+    script.write_text(PROLOGUE + PROGRAMS["passes"])
+    wrapper = tmp_path / "train.sh"
+    wrapper.write_text(f"export OMP_NUM_THREADS=8 LD_LIBRARY_PATH=/opt/vendor/lib\nexec {sys.executable} {script}\n")
+    run = run_envdoctor("run", "--bisect", "--report-dir", str(tmp_path / "reports"), "--", "bash", str(wrapper), cwd=tmp_path, unset=THREAD_VARIABLES + ("LD_LIBRARY_PATH", "LD_PRELOAD", "PYTHONNOUSERSITE"), timeout=120, child=True)
+    report = json.loads(next((tmp_path / "reports").glob("crash-*.json")).read_text())
+    tried = {v["name"]: v for v in report["run"]["bisection"]["variations"]}
+    assert tried["single-thread"]["outcome"] == "passes", tried["single-thread"]
+    assert tried["single-thread"]["applied"] == "made again at interpreter start in 1 process: the command had changed OMP_NUM_THREADS"
+    assert tried["no-ld-overrides"]["outcome"] == "not-applied"
+    assert "LD_LIBRARY_PATH again before Python started" in tried["no-ld-overrides"]["applied"]
+    [finding] = findings_by_id(report)["run.bisected"]
+    assert finding["evidence"]["not_applied"] == {"no-ld-overrides": tried["no-ld-overrides"]["applied"]}
+    cause = report["diagnosis"][0]
+    assert (cause["confidence"], cause["rule"]) == ("confirmed", "bisected")
+    assert cause["evidence"][0] == "re-run with only single-thread changed, the failure goes away"

@@ -227,3 +227,28 @@ def test_recorded_stacks_of_any_shape_are_judged_without_crashing(case):
     assert {r.id: r.status.value for r in judged.runs if r.id.startswith("run.")} == {"run.hang": "found", "run.deadlock": "found" if deadlock_found else "passed"}
     deadlocks = [f for f in judged.findings if f.id == "run.deadlock"]
     assert all(len(t["frames"]) <= 10 for f in deadlocks for t in f.evidence["threads"])
+
+
+def queue_waiter(i):
+    """A thread in a DataLoader's queue.get: waiting on a condition for a producer, as faulthandler records it."""
+    frames = [
+        {"file": "/usr/lib/python3.11/threading.py", "line": 331, "function": "wait", "exists": True, "source": "waiter.acquire()"},
+        {"file": "/usr/lib/python3.11/queue.py", "line": 180, "function": "get", "exists": True, "source": "self.not_empty.wait(remaining)"},
+        {"file": "/venv/site-packages/torch/utils/data/dataloader.py", "line": 1133 + i, "function": "_try_get_data", "exists": True, "source": "data = self._data_queue.get(timeout=timeout)"},
+    ]
+    return {"id": hex(i), "name": None, "current": False, "frames": frames, "truncated": False, "kind": "worker", "entry": frames[-1]}
+
+
+def test_threads_waiting_on_queues_for_workers_that_died_of_emfile_are_no_deadlock():
+    run = recorded_hang({"threads": [queue_waiter(0), queue_waiter(1)]})
+    run["output_tail"] = [{"t": 3.0, "stream": "stderr", "text": "OSError: [Errno 24] Too many open files"}]
+    judged = judge({}, None, Selection(), run)
+    assert "run.deadlock" not in [f.id for f in judged.findings]
+    first = judged.diagnosis[0]
+    assert (first.id, first.confidence) == ("run.error-message", "likely")
+    assert "open-file limit" in first.summary and first.remedy.command == "ulimit -n 65536"
+
+
+def test_a_lock_waiter_beside_a_queue_waiter_is_still_a_deadlock():
+    judged = judge({}, None, Selection(only=("run.deadlock",)), recorded_hang({"threads": [waiting_thread(0), queue_waiter(1), waiting_thread(2)]}))
+    assert [f.id for f in judged.findings] == ["run.deadlock"]

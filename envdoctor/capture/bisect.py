@@ -13,20 +13,31 @@ A variation's outcome, against the original failure:
   hang that stayed silent as long as the hang timeout hangs again, and fails);
 - fails: the same exit status (128+N for a signal, 124 for a hang);
 - fails-differently: another ending;
+- not-applied: the command set the variable again before Python started, where only the process's
+  start could change it (LD_LIBRARY_PATH, LD_PRELOAD: the dynamic loader reads them then);
 - not-applicable: it changes nothing here (the setting is already there, no GPU for no-cuda), not run.
+
+A wrapper script that exports the variable being varied would undo the change before the program
+sees it, so each re-run carries the start-up hook (target/audit.py) with the variation: every Python
+process makes it again when it starts, and says whether it had to ("re-applied"), did not need to
+("as-given"), or could not ("too-late"). `applied` words what happened.
 """
 
 from __future__ import annotations
 
+import json
+import tempfile
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Callable, List, Mapping, Optional, Tuple
 
 from envdoctor import host, proc
-from envdoctor.capture import signals
+from envdoctor.capture import opened, signals
 from envdoctor.capture.gpu import DEVICE_NODES
 from envdoctor.capture.supervise import child_environment
 from envdoctor.capture.tail import Tail
 from envdoctor.probe.bisection import VARIATIONS, Variation, workers
+from envdoctor.words import plural
 
 BOUND_MARGIN_S = 5.0
 TAIL_LINES = 5
@@ -45,7 +56,8 @@ def failure_text(run: Mapping) -> str:
 
 
 def not_applicable(variation: Variation, environ: Mapping[str, str]) -> Optional[str]:
-    """Why `variation` cannot change anything for the command here, or None when it is worth a run."""
+    """Why `variation` cannot change anything for the command here (`environ`: the environment its
+    program really had), or None when it is worth a run."""
     if variation.apply(environ) == dict(environ):
         return "the environment already has this setting"
     if variation.needs_cuda and not any(host.exists(node) for node in DEVICE_NODES):
@@ -68,28 +80,54 @@ def judged(run: Mapping, result: proc.ChildResult, silence_s: float, bound: floa
     return ("fails" if same else "fails-differently"), result.describe()
 
 
+def variation_spec(variation: Variation) -> str:
+    """The variation as the start-up hook reads it from ENVDOCTOR_VARIATION."""
+    return json.dumps({"set": dict(variation.sets), "unset": list(variation.unsets)})
+
+
+def applied(records: List[dict]) -> Tuple[str, bool]:
+    """What the Python processes of a re-run said about the variation: words, and whether it could
+    not be applied (a variable only the process's start could change had been set again)."""
+    said = [r.get("variables") for r in records if r.get("event") == "variation" and isinstance(r.get("variables"), dict)]
+    if not said:
+        return "in the command's environment (no Python process reported)", False
+    late = sorted({name for variables in said for name, how in variables.items() if how == "too-late"})
+    again = sorted({name for variables in said for name, how in variables.items() if how == "re-applied"})
+    if late:
+        return f"not applied: the command set {', '.join(late)} again before Python started, and only a process's start reads it", True
+    if again:
+        return f"made again at interpreter start in {plural(sum(1 for v in said if 're-applied' in v.values()), 'process')}: the command had changed {', '.join(again)}", False
+    return f"as given, in {plural(len(said), 'Python process')}", False
+
+
 def attempt(run: Mapping, variation: Variation, environ: Mapping[str, str], bound: float) -> dict:
-    """Run the command once with `variation` applied and judge how it ended."""
+    """Run the command once with `variation` applied, made again in each of its Python processes at
+    start, and judge how it ended."""
     tail = Tail(max_lines=TAIL_LINES, max_raw_bytes=0)
-    env = child_environment(variation.apply(environ))[0]
-    result = proc.run_piped(
-        run["command"], bound, env, None,
-        lambda data: tail.feed("stdout", data),
-        lambda data: tail.feed("stderr", data),
-    )
+    varied = variation.apply(environ)
+    with tempfile.TemporaryDirectory(prefix="envdoctor-bisect-") as workdir:
+        hook = opened.hook_environment(Path(workdir), varied)
+        env = child_environment({**varied, **hook, opened.VARIATION_VARIABLE: variation_spec(variation)})[0]
+        result = proc.run_piped(
+            run["command"], bound, env, None,
+            lambda data: tail.feed("stdout", data),
+            lambda data: tail.feed("stderr", data),
+        )
+        how, not_applied = applied(opened.records(Path(workdir) / "audit.log"))
     outcome, ending = judged(run, result, tail.silence_s(), bound)
     return {
         "name": variation.name,
         "command": variation.command(),
-        "outcome": outcome,
+        "outcome": "not-applied" if not_applied else outcome,
         "duration_s": round(result.duration_s, 3),
         "ending": ending,
+        "applied": how,
         "tail": [line["text"] for line in tail.recent()],
     }
 
 
 def skipped(variation: Variation, reason: str) -> dict:
-    return {"name": variation.name, "command": variation.command(), "outcome": "not-applicable", "duration_s": None, "ending": reason, "tail": []}
+    return {"name": variation.name, "command": variation.command(), "outcome": "not-applicable", "duration_s": None, "ending": reason, "applied": None, "tail": []}
 
 
 def bisect_run(run: dict, environ: Mapping[str, str], progress: Optional[Progress] = None) -> dict:
@@ -98,7 +136,8 @@ def bisect_run(run: dict, environ: Mapping[str, str], progress: Optional[Progres
     `progress` is handed one line as the re-runs start and one as each ends. A Ctrl-C ends every
     re-run at once and is raised here."""
     bound = round(2 * run["duration_s"] + BOUND_MARGIN_S, 1)
-    reasons = {v.name: not_applicable(v, environ) for v in VARIATIONS}
+    real = opened.real_environment(run, environ)  # a wrapper's exports count: the program saw them
+    reasons = {v.name: not_applicable(v, real) for v in VARIATIONS}
     candidates = [v for v in VARIATIONS if not reasons[v.name]]
     at_once = workers(len(candidates))
     if progress and candidates:

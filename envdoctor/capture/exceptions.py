@@ -1,7 +1,8 @@
 """The Python exception a command died of, read from the traceback the interpreter printed on stderr.
 
 The last "Traceback (most recent call last):" block is the one that ended the process (earlier ones
-were handled and printed, or belong to the chained causes above it). Frames are kept innermost first,
+were handled and printed, or belong to the chained causes above it). A SyntaxError's own place (the
+file and line that did not compile, printed after the frames that imported it) is its innermost frame. Frames are kept innermost first,
 as faulthandler's are, so the same frame rules apply to both.
 """
 
@@ -12,6 +13,8 @@ from typing import List, Optional
 
 HEADER = "Traceback (most recent call last):"
 FRAME = re.compile(r'^  File "(?P<file>.*)", line (?P<line>\d+), in (?P<function>.*)$')
+# Where a SyntaxError is: the line of the file that did not compile, after the frames that imported it.
+SOURCE_AT = re.compile(r'^  File "(?P<file>.*)", line (?P<line>\d+)$')
 EXCEPTION = re.compile(r"^(?P<type>[A-Za-z_][\w.]*)(?::\s?(?P<message>.*))?$")
 MAX_FRAMES = 50
 MAX_MESSAGE_LINES = 20
@@ -30,6 +33,9 @@ def last_exception(stderr: str) -> Optional[dict]:
         match = FRAME.match(lines[index])
         if match:
             frames.append({"file": match.group("file"), "line": int(match.group("line")), "function": match.group("function").strip()})
+        compiled = SOURCE_AT.match(lines[index])
+        if compiled:
+            frames.append({"file": compiled.group("file"), "line": int(compiled.group("line")), "function": "<compile>"})
         index += 1
     found = EXCEPTION.match(lines[index]) if index < len(lines) else None
     if not found:

@@ -13,6 +13,7 @@ import shutil
 from pathlib import Path
 from typing import List, Optional, Sequence
 
+from envdoctor.capture import bounds
 from envdoctor.errors import UsageError
 
 FATAL_SIGNALS = "SIGSEGV SIGBUS SIGFPE SIGILL SIGABRT"
@@ -94,12 +95,13 @@ def parse(log_text: str) -> dict:
         if header:
             threads.append({"number": int(header.group(1)), "pthread": header.group(2), "lwp": int(header.group(3)), "name": header.group(4), "frames": []})
         elif frame and threads:
-            threads[-1]["frames"].append({"index": int(frame.group(1)), "function": frame.group(2), "location": frame.group(4)})
+            threads[-1]["frames"].append({"index": int(frame.group(1)), "function": bounds.clipped(frame.group(2)), "location": bounds.clipped(frame.group(4))})
     stop = STOP.search(log_text)
     stopped_number = int(stop.group(1)) if stop and stop.group(1) else (threads[0]["number"] if stop and threads else None)
     for thread in threads:
         thread["stopped"] = thread["number"] == stopped_number
-    return {"signal": stop.group(3) if stop else None, "threads": threads, "returncode": returncode(log_text)}
+    threads, left_out = bounds.bounded(threads, bounds.native_key, bounds.native_marker, lambda t: t["stopped"])
+    return {"signal": stop.group(3) if stop else None, "threads": threads, "threads_left_out": left_out, "returncode": returncode(log_text)}
 
 
 def returncode(log_text: str) -> Optional[int]:

@@ -15,6 +15,11 @@ It is steady growth when all of these hold:
 The projection says when the trend meets the nearest limit: the tree's RSS line against the memory
 cgroup's limit and the machine's RAM, and the largest process's address space (its own line, fitted
 the same way) against RLIMIT_AS. `projected_s` counts from the start of the run.
+
+Growth is a cause of a failure only with a limit in sight: `near_limit` when the series ended within
+NEAR_LIMIT_FRACTION of its limit; `sustained` when it kept rising well past start-up, over at least
+MIN_TREND_S of fitted samples and still rising in their last third (at least half the overall slope).
+A short run's rise while torch and SB3 import is a ramp: neither.
 """
 
 from __future__ import annotations
@@ -28,6 +33,9 @@ MIN_SLOPE_BYTES_PER_MIN = 1 << 20
 MIN_GROWTH_FRACTION = 0.10
 TEARDOWN_FRACTION = 0.10
 LARGEST = 2.0 ** 64
+NEAR_LIMIT_FRACTION = 0.9
+MIN_TREND_S = 30.0
+LATE_SLOPE_FRACTION = 0.5
 
 Points = List[Tuple[float, float]]
 
@@ -101,20 +109,33 @@ def limits(memory: Mapping) -> List[Tuple[str, str, float]]:
     return [(name, key, value) for name, key, value in found if value and value > 0]
 
 
-def nearest_limit(memory: Mapping, rss_fit: Tuple[float, float, float], window: Points) -> Tuple[Optional[str], Optional[float], Optional[float]]:
-    """The limit the trend meets first: (name, bytes, seconds since the start), or Nones."""
+def nearest_limit(memory: Mapping, rss_fit: Tuple[float, float, float], window: Points) -> Tuple[Optional[str], Optional[float], Optional[float], bool]:
+    """The limit the trend meets first: (name, bytes, seconds since the start), or Nones; and whether
+    either series ended within NEAR_LIMIT_FRACTION of its limit."""
     samples = memory.get("samples")
     vms = [p for p in points(samples, "vms_max_bytes") if window[0][0] <= p[0] <= window[-1][0]]
+    series = {"rss_bytes": window, "vms_max_bytes": vms}
     fits = {"rss_bytes": rss_fit, "vms_max_bytes": line_fit(vms)}
-    reached = []
+    reached, near = [], False
     for name, key, limit in limits(memory):
         at = reaches_at(fits[key], limit) if fits[key] else None
         if at is not None:
             reached.append((max(0.0, at), name, limit))
+        near = near or bool(series[key] and max(v for _, v in series[key]) >= NEAR_LIMIT_FRACTION * limit)
     if not reached:
-        return None, None, None
+        return None, None, None, near
     at, name, limit = min(reached)
-    return name, limit, at
+    return name, limit, at, near
+
+
+def sustained(window: Points, slope: float) -> bool:
+    """Still rising well past start-up: a fitted span of MIN_TREND_S or more whose last third rises at
+    least LATE_SLOPE_FRACTION as fast as the whole."""
+    if window[-1][0] - window[0][0] < MIN_TREND_S:
+        return False
+    late = [p for p in window if p[0] >= window[-1][0] - (window[-1][0] - window[0][0]) / 3]
+    fit = line_fit(late) if len(late) >= 3 else None
+    return fit is not None and fit[0] >= LATE_SLOPE_FRACTION * slope
 
 
 def steady_growth(memory: Mapping) -> Optional[dict]:
@@ -130,7 +151,7 @@ def steady_growth(memory: Mapping) -> Optional[dict]:
     material = slope * 60 >= MIN_SLOPE_BYTES_PER_MIN and end_fitted - start_fitted >= MIN_GROWTH_FRACTION * max(start_fitted, 1.0)
     if r2 < MIN_R2 or not material:
         return None
-    limit_name, limit_bytes, projected_s = nearest_limit(memory, fit, window)
+    limit_name, limit_bytes, projected_s, near = nearest_limit(memory, fit, window)
     return {
         "slope_bytes_per_min": round(slope * 60),
         "r2": round(r2, 3),
@@ -141,6 +162,8 @@ def steady_growth(memory: Mapping) -> Optional[dict]:
         "limit_name": limit_name,
         "limit_bytes": int(limit_bytes) if limit_bytes else None,
         "projected_s": round(projected_s, 1) if projected_s is not None else None,
+        "near_limit": near,
+        "sustained": sustained(window, slope),
     }
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Dict, List, Mapping, Optional
+from typing import Any, Dict, List, Mapping, Optional
 
 from envdoctor.collect.environ import relevant_variables
 from envdoctor.errors import EnvdoctorError
@@ -21,6 +21,7 @@ from envdoctor.sb3.archive import open_zip
 from envdoctor.target import script_source
 
 LOG_VARIABLE = "ENVDOCTOR_AUDIT_LOG"
+VARIATION_VARIABLE = "ENVDOCTOR_VARIATION"  # the change bisection makes again in each Python process
 LOG_LIMIT = 8 * 2**20
 MAX_MODELS = 20
 
@@ -65,7 +66,14 @@ def environ_changes(seen: Mapping[str, str], given: Mapping[str, str], hook: Map
     return changed
 
 
-def process_facts(start: Mapping, given: Mapping[str, str], hook: Mapping[str, str]) -> dict:
+def ending_of(pid: Any, lines: List[dict]) -> str:
+    """How a Python process ended, by the hook's lines: "exception" (uncaught), "exit" (through the
+    interpreter), or "killed" (neither line: a signal, os._exit, or still running when the run ended)."""
+    events = {r.get("event") for r in lines if r.get("pid") == pid}
+    return "exception" if "exception" in events else "exit" if "end" in events else "killed"
+
+
+def process_facts(start: Mapping, given: Mapping[str, str], hook: Mapping[str, str], lines: List[dict]) -> dict:
     environ = start.get("environ") if isinstance(start.get("environ"), dict) else {}
     return {
         "pid": start.get("pid"),
@@ -73,25 +81,39 @@ def process_facts(start: Mapping, given: Mapping[str, str], hook: Mapping[str, s
         "prefix": start.get("prefix"),
         "argv": [str(a) for a in (start.get("argv") or [])][:50],
         "environ_changes": environ_changes(environ, given, hook),
+        "ended": ending_of(start.get("pid"), lines),
     }
 
 
 def read(log: Path, given: Mapping[str, str], hook: Mapping[str, str]) -> dict:
-    """The run's `python_processes` (the first is the program's interpreter) and `opened_files`."""
+    """The run's `python_processes` in the order they started and `opened_files`."""
     lines = records(log)
     starts = [r for r in lines if r.get("event") == "start"]
     opened = list(dict.fromkeys(str(r["path"]) for r in lines if r.get("event") == "open" and isinstance(r.get("path"), str)))
-    return {"python_processes": [process_facts(s, given, hook) for s in starts[:20]], "opened_files": opened[:200]}
+    return {"python_processes": [process_facts(s, given, hook, lines) for s in starts[:20]], "opened_files": opened[:200]}
+
+
+def diagnosed_process(run: Mapping) -> Optional[Mapping]:
+    """The Python process whose failure the run is: the last that died of an uncaught exception, else
+    the last that was killed, else (a run that failed without a Python failure) the first. A wrapper
+    that runs `python -c ...` before the training script is not the one diagnosed."""
+    processes = [p for p in run.get("python_processes") or [] if isinstance(p, Mapping)]
+    failed = run.get("ending", {}).get("kind") in ("signal", "exit", "hang")
+    for ending in ("exception", "killed") if failed else ():
+        found = [p for p in processes if p.get("ended") == ending]
+        if found:
+            return found[-1]
+    return processes[0] if processes else None
 
 
 def real_environment(run: Mapping, environ: Mapping[str, str]) -> Dict[str, str]:
-    """The environment the program's interpreter really had: the doctor's, with the recorded changes
+    """The environment the diagnosed interpreter really had: the doctor's, with the recorded changes
     (a secret recorded by name only keeps the doctor's value)."""
-    processes = run.get("python_processes") or []
-    if not processes:
+    process = diagnosed_process(run)
+    if process is None:
         return dict(environ)
     real = dict(environ)
-    for name, value in (processes[0].get("environ_changes") or {}).items():
+    for name, value in (process.get("environ_changes") or {}).items():
         if value is None:
             real.pop(name, None)
         elif value != REDACTED:
@@ -108,8 +130,17 @@ def is_model_archive(path: str) -> bool:
         return False
 
 
+MODEL_SUFFIXES = (".zip", ".pkl", ".pickle", ".pt", ".pth")
+
+
+def model_files(run: Mapping) -> List[str]:
+    """The model files (SB3 archives, pickles, torch files) the command opened, and those named on its
+    command line."""
+    named = [a for a in run.get("command", ())[1:] if a.lower().endswith(MODEL_SUFFIXES)]
+    return list(dict.fromkeys(list(run.get("opened_files") or []) + [os.path.abspath(a) for a in named]))
+
+
 def opened_models(run: Mapping) -> List[str]:
-    """The SB3 model files the command opened, and those named on its command line."""
-    named = [a for a in run.get("command", ())[1:] if a.lower().endswith(".zip")]
-    candidates = dict.fromkeys(list(run.get("opened_files") or []) + [os.path.abspath(a) for a in named])
-    return [p for p in candidates if is_model_archive(p)][:MAX_MODELS]
+    """Those of the model files that the model inspector reads (SB3 archives); the others stay in the
+    run's `opened_files`, where a crash in code that is not on this machine is tied to them."""
+    return [p for p in model_files(run) if is_model_archive(p)][:MAX_MODELS]

@@ -8,7 +8,7 @@ from typing import List, Optional, Sequence
 
 from rich.text import Text
 
-from envdoctor.capture import stacks
+from envdoctor.capture import bounds, stacks
 from envdoctor.capture.chart import amount, text_chart
 from envdoctor.model import Report, Severity
 from envdoctor.render import kit, markdown
@@ -18,6 +18,9 @@ from envdoctor.render.terminal import diagnosis_block, finding_block
 from envdoctor.render.view import ReportRenderer
 
 STACK_LINES = 8
+MARKDOWN_FRAMES = 40
+MARKDOWN_THREADS = 12
+MARKDOWN_CHARS = 20_000
 
 
 def headline(run: dict) -> str:
@@ -61,7 +64,7 @@ def frame_lines(thread: dict, limit: int = STACK_LINES) -> List[str]:
     frames = thread["frames"]
     fault = stacks.frame_at_fault(frames)
     shown = frames[: max(limit, frames.index(fault) + 1 if fault else 0)]
-    lines = [f"{f['function']}  {stacks.short(f['file'])}:{f['line']}" + ("  ← first frame outside the standard library" if f is fault and f is not frames[0] else "") for f in shown]
+    lines = [(python_line(f) if f["file"] == bounds.MARKER_FILE else f"{f['function']}  {stacks.short(f['file'])}:{f['line']}") + ("  ← first frame outside the standard library" if f is fault and f is not frames[0] else "") for f in shown]
     if len(frames) > len(shown) or thread.get("truncated"):
         lines.append("…")
     return lines
@@ -96,14 +99,37 @@ def code_block(lines: List[str], language: str = "text") -> str:
     return kit.fence("\n".join(lines), language)
 
 
+def python_line(frame: dict) -> str:
+    """A frame as Python prints it; a frame that stands for left-out ones (capture/bounds.py) as what it says."""
+    if frame["file"] == bounds.MARKER_FILE:
+        return f"… {frame['function']}"
+    return f'File "{frame["file"]}", line {frame["line"]}, in {frame["function"]}'
+
+
+def native_line(frame: dict) -> str:
+    if frame.get("index") is None:
+        return f"… {frame['function']}"
+    return f"#{frame['index']} {frame['function']}" + (f" at {frame['location']}" if frame.get("location") else "")
+
+
+def at_most(frames: List[dict], limit: int = MARKDOWN_FRAMES) -> List[dict]:
+    """At most `limit` frames of a stack, innermost first; the JSON report keeps the rest."""
+    return bounds.capped(list(frames), bounds.python_marker if frames and "file" in frames[0] else bounds.native_marker, limit, limit * 3 // 4)
+
+
 def thread_section(thread: dict, crashed: bool) -> str:
     title = stacks.thread_label(thread) + (" — crashed here" if crashed else "")
-    lines = [f'File "{f["file"]}", line {f["line"]}, in {f["function"]}' for f in thread["frames"]] or ["<no Python frame>"]
-    native = [f"#{f['index']} {f['function']}" + (f" at {f['location']}" if f.get("location") else "") for f in thread.get("native_frames") or ()]
+    lines = [python_line(f) for f in at_most(thread["frames"])] or ["<no Python frame>"]
+    native = [native_line(f) for f in at_most(thread.get("native_frames") or [])]
     parts = [f"**{title}** (most recent call first)\n", code_block(lines, "python")]
     if native:
         parts.append(kit.folded(f"native frames ({len(native)})", "\n".join(native), "text"))
     return "\n".join(parts)
+
+
+def crashed_first(threads: List[dict], crashed) -> List[dict]:
+    """The threads the Markdown shows: the crashed one first, at most MARKDOWN_THREADS."""
+    return sorted(threads, key=lambda t: not crashed(t))[:MARKDOWN_THREADS]
 
 
 def markdown_section(report: Report, picture_name: Optional[str]) -> str:
@@ -118,16 +144,20 @@ def markdown_section(report: Report, picture_name: Optional[str]) -> str:
         parts += ["### Python stacks (faulthandler)", ""]
         if python_stacks.get("fatal_error"):
             parts += [f"Fatal Python error: {python_stacks['fatal_error']}", ""]
-        for thread in python_stacks["threads"]:
+        threads = python_stacks["threads"]
+        for thread in crashed_first(threads, lambda t: t["current"]):
             parts.append(thread_section(thread, thread["current"] and end["kind"] == "signal"))
+        parts += left_out_line(len(threads) + (python_stacks.get("threads_left_out") or 0))
     native = run.get("native_stacks")
     if native and native.get("threads"):
         body = "\n".join(
             f"Thread {t['number']} {t.get('name') or ''} (LWP {t['lwp']}){' — stopped here' if t.get('stopped') else ''}\n"
-            + "\n".join(f"  #{f['index']} {f['function']}" + (f" at {f['location']}" if f.get("location") else "") for f in t["frames"])
-            for t in native["threads"]
+            + "\n".join(f"  {native_line(f)}" for f in at_most(t["frames"]))
+            for t in crashed_first(native["threads"], lambda t: t.get("stopped"))
         )
-        parts += ["### Native stacks (gdb)", "", kit.folded(f"{len(native['threads'])} threads, stopped by {native.get('signal')}", body, "text")]
+        count = len(native["threads"]) + (native.get("threads_left_out") or 0)
+        parts += ["### Native stacks (gdb)", "", kit.folded(f"{count} threads, stopped by {native.get('signal')}", body, "text")]
+        parts += left_out_line(count)
     memory = run["memory"]
     parts += ["### Memory", ""]
     if picture_name:
@@ -149,8 +179,26 @@ def markdown_section(report: Report, picture_name: Optional[str]) -> str:
     return "\n".join(parts) + "\n"
 
 
+def left_out_line(count: int) -> List[str]:
+    if count <= MARKDOWN_THREADS:
+        return []
+    return [f"{count - MARKDOWN_THREADS} more threads are in the JSON report.", ""]
+
+
+def within_bound(text: str, limit: int = MARKDOWN_CHARS) -> str:
+    """`text` cut to `limit` characters at a line's end, its open code fence closed, with a line that says so."""
+    if len(text) <= limit:
+        return text
+    note = f"\n\n*The rest of this report ({len(text) - limit:,} more characters) is in the JSON report beside it.*\n"
+    cut = text[: limit - len(note) - 8]
+    cut = cut[: cut.rfind("\n") + 1] if "\n" in cut else cut
+    fence = "```\n" if sum(1 for line in cut.splitlines() if line.startswith("```")) % 2 else ""
+    return cut + fence + note
+
+
 def markdown_report(report: Report, picture_name: Optional[str]) -> str:
-    return markdown_section(escaped(report), picture_name) + "\n" + markdown.render(report, cause_shown=True)
+    """The crash and the environment's findings, within MARKDOWN_CHARS: a ticket takes it whole."""
+    return within_bound(markdown_section(escaped(report), picture_name) + "\n" + markdown.render(report, cause_shown=True))
 
 
 @dataclass(frozen=True)

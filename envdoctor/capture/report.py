@@ -16,6 +16,7 @@ from envdoctor import engine
 from envdoctor.capture import chart, opened
 from envdoctor.capture.render import markdown_report
 from envdoctor.errors import UsageError
+from envdoctor.knowledge.errors import known_errors
 from envdoctor.model import Report
 from envdoctor.store import save_report, write_private
 
@@ -42,10 +43,10 @@ def interpreter_of(argv: Sequence[str]) -> str:
 
 
 def program_interpreter(run: Mapping) -> str:
-    """The interpreter the program really ran under (as its first Python process reported), else the
-    one its command line names."""
-    processes = run.get("python_processes") or []
-    executable = processes[0].get("executable") if processes else None
+    """The interpreter the program really ran under (as the Python process that failed reported), else
+    the one its command line names."""
+    process = opened.diagnosed_process(run)
+    executable = process.get("executable") if process else None
     return executable if executable and Path(executable).exists() else interpreter_of(run["command"])
 
 
@@ -56,8 +57,9 @@ class EnvironmentFacts:
 
     def __init__(self, argv: Sequence[str], environ: Mapping[str, str]):
         self.python, self.environ = interpreter_of(argv), dict(environ)
-        self.pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="envdoctor-facts")
+        self.pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="envdoctor-facts")
         self.future = self.pool.submit(engine.gather_environment, self.python, self.environ)
+        self.pool.submit(known_errors)  # the error table compiled while the command runs, not after it failed
         self.pool.shutdown(wait=False)
 
     def matching(self, python: str, environ: Mapping[str, str]) -> Optional[Tuple[dict, dict]]:

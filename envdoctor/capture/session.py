@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import tempfile
 from pathlib import Path
-from typing import Mapping, Sequence
+from typing import Mapping, Optional, Sequence
 
-from envdoctor.capture import gdb, opened, record
+from envdoctor.capture import bounds, gdb, opened, record
 from envdoctor.capture.exceptions import last_exception
 from envdoctor.capture.supervise import Settings, Supervisor, child_environment
+from envdoctor.collect import linker
 
 
 def run_command(argv: Sequence[str], settings: Settings, environ: Mapping[str, str]) -> dict:
@@ -22,4 +23,14 @@ def run_command(argv: Sequence[str], settings: Settings, environ: Mapping[str, s
         run = record.build(seen, settings, gdb.read_log(log) if log else "")
         run["exception"] = last_exception(seen.tail.stderr_text())
         run.update(opened.read(Path(workdir) / "audit.log", child_environment(environ)[0], hook))
-        return run
+        run["loader"] = loader_facts(run, seen.tail.stderr_text(), environ)
+        return bounds.within_budget(run)
+
+
+def loader_facts(run: dict, stderr: str, environ: Mapping[str, str]) -> Optional[dict]:
+    """The dynamic linker's failure in the output, resolved in the environment of the process that
+    failed: the library it loaded, what decided it, and which files define what it lacked."""
+    if run["ending"]["kind"] in ("clean", "not-started"):
+        return None
+    process = opened.diagnosed_process(run) or {}
+    return linker.loader_failure(stderr, opened.real_environment(run, environ), process.get("prefix") or "")

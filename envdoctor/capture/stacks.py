@@ -17,6 +17,7 @@ import re
 import stat
 from typing import Iterable, List, Optional
 
+from envdoctor.capture import bounds
 from envdoctor.probe import tracebacks
 
 # The standard library (not site-packages): frames there are plumbing, not what a thread is "for".
@@ -35,6 +36,7 @@ def parse(text: str) -> Optional[dict]:
     dump = tracebacks.parse(text)
     if not dump:
         return None
+    dump["threads"], dump["threads_left_out"] = bounds.bounded(dump["threads"], bounds.python_key, bounds.python_marker, lambda t: t["current"])
     for thread in dump["threads"]:
         thread.update(describe(thread["frames"]))
         for frame in thread["frames"]:
@@ -77,6 +79,7 @@ def source_line(path: str, number: Optional[int]) -> Optional[str]:
 
 def describe(frames: List[dict]) -> dict:
     """What a thread is: `main` (runs a script's module code), `worker` (a threading.Thread), or `other`."""
+    frames = [f for f in frames if f["file"] != bounds.MARKER_FILE]  # what stands for left-out frames runs nothing
     if not frames:
         return {"kind": "other", "entry": None}
     outermost = frames[-1]
@@ -98,7 +101,7 @@ def is_plumbing(path: str, stdlib: Iterable[str] = (), own: Iterable[str] = ()) 
     """A frame of the standard library (under the crashed interpreter's `stdlib` folders where they were
     recorded, else any `lib/pythonX.Y/` outside site-packages) or of envdoctor itself (its package, or
     the `own` names its scripts run as): where a crash surfaced, not what caused it."""
-    return in_stdlib(path, [r for r in stdlib if r]) or path.startswith("<frozen ") or under(path, ENVDOCTOR) or path in own
+    return in_stdlib(path, [r for r in stdlib if r]) or path.startswith("<frozen ") or path == bounds.MARKER_FILE or under(path, ENVDOCTOR) or path in own
 
 
 def in_stdlib(path: str, roots: List[str]) -> bool:

@@ -8,17 +8,19 @@ host memory running out, /dev/shm).
 
 from __future__ import annotations
 
+import os
 import re
 import shlex
 from typing import Any, Iterable, List, Mapping, Optional, Sequence, Tuple
 
-from envdoctor.capture import stacks
+from envdoctor.capture import bounds, stacks
 from envdoctor.capture.describe import forwarding, left_behind_text, where
 from envdoctor.capture.record import output_lines
 from envdoctor.checks import check
 from envdoctor.facts import view_of
 from envdoctor.facts.target import TargetView
 from envdoctor.failures import Failure, classify_exception, first_line
+from envdoctor.knowledge.errors import KnownError, matching
 from envdoctor.model import Finding, Remedy, Severity
 from envdoctor.words import mib
 
@@ -26,9 +28,10 @@ GPU_FULL_FRACTION = 0.95
 LIMIT_REACHED_FRACTION = 0.9
 BEFORE_DEATH_S = 5.0
 NATIVE_CRASHES = ("SIGSEGV", "SIGABRT", "SIGBUS")
-HOST_OOM_TEXT = re.compile(r"\bMemoryError\b|Cannot allocate memory|std::bad_alloc|can't allocate memory|out of memory", re.IGNORECASE)
+HOST_OOM_TEXT = re.compile(r"\bMemoryError\b|Cannot allocate memory|std::bad_alloc|can't allocate memory|out of memory|Unable to allocate [\d.]+ \w?iB", re.IGNORECASE)
 GPU_OOM_TEXT = re.compile(r"CUDA out of memory|OutOfMemoryError|CUDA_ERROR_OUT_OF_MEMORY|cudaErrorMemoryAllocation|PxgCudaDeviceMemoryAllocator fail to allocate|Failed to allocate pinned memory")
 ERROR_LINE = re.compile(r"^(?:[\w.]+(?:Error|Exception|Interrupt|Exit)\b|RuntimeError|Error:|error:|FATAL|Fatal)")
+RECURSION_DEPTH = 50  # repeats of one cycle on a crashed stack that make it the overflow, not a coincidence
 PHYSX_REFERENCE = "https://github.com/isaac-sim/OmniIsaacGymEnvs/issues/11"
 
 
@@ -243,15 +246,54 @@ def exception_remedies(facts: Mapping[str, Any], failure: Failure) -> Tuple[Reme
         )
     if failure.kind == "missing-module":
         return (Remedy(f"Install what provides `{top}` into the interpreter the command ran:", shlex.join([python, "-m", "pip", "install", top])),)
-    if failure.kind == "numpy-abi":
-        return (Remedy("Keep NumPy below 2 until the extension is rebuilt for NumPy 2 (or upgrade the extension):", shlex.join([python, "-m", "pip", "install", "numpy<2"])),)
-    if failure.kind in ("glibc", "libstdcxx", "undefined-symbol", "missing-library"):
-        return (Remedy("See which library each installed module loads and which one fails:", "envdoctor check --imports"),)
-    if failure.kind in ("no-kernel-image", "cuda-out-of-memory"):
-        return (Remedy("Compare the GPU with what the torch build supports and what else holds its memory:", "envdoctor check --only cuda --only gpu"),)
-    if failure.kind == "illegal-instruction":
-        return (Remedy("Compare the CPU's instruction sets with what the wheels need:", "envdoctor check --only cpu"),)
-    return ()
+    return table_remedy(failure.known, python)
+
+
+def table_remedy(known: Optional[KnownError], python: str) -> Tuple[Remedy, ...]:
+    """The error table's remedy for a message, its command in the words of the interpreter that ran."""
+    if known is None or not known.remedy:
+        return ()
+    return (Remedy(known.remedy, known.command.replace("{python}", shlex.quote(python)) if known.command else None),)
+
+
+def loader_lines(loader: Optional[Mapping[str, Any]]) -> List[str]:
+    """The dynamic linker's choice, in words: which file it loaded for which library and why, and which
+    files define what that one lacks (capture resolved them as the loader does: collect/linker.py)."""
+    if not isinstance(loader, Mapping):
+        return []
+    lines = []
+    if loader.get("library") and loader.get("loaded"):
+        needs = f" (which {loader['needed_by']} needs)" if loader.get("needed_by") else ""
+        lacks = f"; it does not define {loader['version']}" if loader.get("version") and loader.get("loaded_defines_version") is False else ""
+        lines.append(f"the loader took {loader['library']}{needs} from {loader['loaded']} (found through {loader.get('via')}){lacks}")
+    if isinstance(loader.get("defined_by"), list) and loader["defined_by"]:
+        lines.append(f"{loader['version']} is defined by {', '.join(map(str, loader['defined_by']))}")
+    needed_list = loader.get("needed") if isinstance(loader.get("needed"), list) else []
+    for needed in needed_list:
+        if isinstance(needed, Mapping) and needed.get("loaded"):
+            lines.append(f"{loader.get('needed_by')} links {needed['library']}: loaded from {needed['loaded']} (found through {needed.get('via')})")
+    return lines
+
+
+def loader_remedy(loader: Optional[Mapping[str, Any]]) -> Optional[Remedy]:
+    """Take the entry that put the wrong library first out of the way."""
+    if not isinstance(loader, Mapping) or not loader.get("loaded") or loader.get("loaded_defines_version") is not False:
+        return None
+    via, folder = str(loader.get("via") or ""), os.path.dirname(str(loader["loaded"]))
+    if via.startswith("LD_LIBRARY_PATH="):
+        kept = ":".join(f for f in via.split("=", 1)[1].split(":") if f and f != folder)
+        return Remedy(f"Take {folder} out of LD_LIBRARY_PATH: it puts a {loader['library']} without {loader['version']} first:", f"export LD_LIBRARY_PATH={shlex.quote(kept)}" if kept else "unset LD_LIBRARY_PATH")
+    if via.startswith("LD_PRELOAD="):
+        return Remedy(f"Stop preloading {loader['loaded']}:", "unset LD_PRELOAD")
+    if isinstance(loader.get("defined_by"), list) and loader["defined_by"]:
+        return Remedy(f"Load a {loader['library']} that defines {loader['version']} ({loader['defined_by'][0]}) ahead of {loader['loaded']}, or install the package versions built against the older one.")
+    return None
+
+
+def in_own_code(frame: Optional[Mapping[str, Any]]) -> bool:
+    """The frame is the program's own code: a real file outside the standard library and installed packages."""
+    name = str((frame or {}).get("file") or "")
+    return bool(name) and not name.startswith("<") and not stacks.PACKAGES.search(name) and not stacks.is_plumbing(name)
 
 
 @check("run.exception", "The Python exception the command died of, classified", requires=("run",))
@@ -264,11 +306,122 @@ def exception(facts: Mapping[str, Any]) -> Iterable[Finding]:
     evidence = exception_evidence(raised, failure)
     cycle = f" ({' → '.join(evidence['cycle'])})" if evidence.get("cycle") else ""
     fault = stacks.frame_at_fault(raised.get("frames") or [])
+    evidence["at"] = stacks.frame_text(fault) if fault else None
+    evidence["own_code"] = failure.kind == "error" and in_own_code(fault)
+    if evidence["own_code"]:
+        said = first_line(raised.get("message", ""))
+        title = f"Your program raised {raised['type']} at {stacks.short(fault['file'])}:{fault.get('line')}" + (f": {said}" if said else "")
+    else:
+        title = f"The command died of {failure.name}{cycle}: {failure.first_line}"
+    if failure.known is not None:
+        evidence["sources"] = list(failure.known.sources)
+    evidence["loader"] = loader_lines(run.get("loader"))
+    remedies = exception_remedies(facts, failure)
+    fix = loader_remedy(run.get("loader"))
     yield Finding(
         id="run.exception",
         severity=Severity.ERROR,
-        title=f"The command died of {failure.name}{cycle}: {failure.first_line}",
-        explanation=f"{raised['type']} raised" + (f" at {stacks.frame_text(fault)}" if fault else "") + f"; classified as {failure.kind}" + (f" ({failure.named})" if failure.named else "") + ".",
+        title=title,
+        explanation=f"{raised['type']} raised" + (f" at {stacks.frame_text(fault)}" if fault else "") + f"; classified as {failure.kind}" + (f" ({failure.named})" if failure.named else "") + "."
+        + "".join(f" {line[0].upper()}{line[1:]}." for line in evidence["loader"]),
         evidence=evidence,
-        remedies=exception_remedies(facts, failure),
+        remedies=((fix,) if fix else ()) + remedies,
+    )
+
+
+@check("run.error-message", "A failure the output names in the stack's own words, where no exception ended the command", requires=("run",))
+def error_message(facts: Mapping[str, Any]) -> Iterable[Finding]:
+    """A run that died by a signal, hung, or exited without a traceback (a fatal error of the
+    interpreter, a native library's abort) is read through the same table of messages as exceptions."""
+    run = facts["run"]
+    kind = ending_kind(facts)
+    if kind not in ("signal", "exit", "hang") or (kind == "exit" and run.get("exception")):
+        return
+    lines = output_lines(run)
+    known = matching("\n".join(lines))
+    if known is None:
+        return
+    hits = [line.strip() for line in lines if known.pattern.search(line)]
+    said = hits[-1] if hits else known.cause  # a pattern that spans lines matches none alone
+    python = view_of(facts, TargetView).executable
+    yield Finding(
+        id="run.error-message",
+        severity=Severity.ERROR,
+        title=f"The output names the failure: {known.cause}",
+        explanation=f"The command's output says: {said[:300]}",
+        evidence={"kind": known.kind, "line": said[:300], "named": known.named("\n".join(lines)), "sources": list(known.sources), "loader": loader_lines(run.get("loader"))},
+        remedies=tuple(r for r in (loader_remedy(run.get("loader")),) if r) + table_remedy(known, python),
+    )
+
+
+def recursion_of(run: Mapping[str, Any]) -> Optional[Mapping[str, Any]]:
+    """The deepest recursion on the crashed thread's stacks (Python's, else the stopped native one's)."""
+    thread = stacks.crashed_thread(run.get("python_stacks")) or {}
+    native = [t for t in (run.get("native_stacks") or {}).get("threads", ()) if t.get("stopped")]
+    frames = list(thread.get("frames") or ()) + list(thread.get("native_frames") or ()) + list(native[0]["frames"] if native else ())
+    return bounds.deepest_recursion([f for f in frames if isinstance(f, Mapping)])
+
+
+@check("run.deep-recursion", "A native crash on a stack that one recursion filled", requires=("run",))
+def deep_recursion(facts: Mapping[str, Any]) -> Iterable[Finding]:
+    run = facts["run"]
+    if ending_kind(facts) != "signal" or run["ending"]["signal_name"] not in NATIVE_CRASHES:
+        return
+    marker = recursion_of(run)
+    if marker is None or marker["repeated"] < RECURSION_DEPTH:
+        return
+    yield Finding(
+        id="run.deep-recursion",
+        severity=Severity.ERROR,
+        title=f"A recursion overflowed the C stack: {marker['function']}",
+        explanation=(
+            f"The thread that died was deep in one recursion ({marker['function']}; the dump shows only its innermost frames). "
+            "Each Python call also takes C stack; with sys.setrecursionlimit raised past what the thread's stack holds, "
+            "the interpreter crashes with SIGSEGV instead of raising RecursionError."
+        ),
+        evidence={"recursion": marker["function"], "repeated_at_least": marker["repeated"]},
+        remedies=(
+            Remedy("Make the recursion iterative (an explicit stack or a loop), or keep sys.setrecursionlimit at a depth the stack holds."),
+            Remedy("Where deep recursion is meant, run it in a thread with a larger stack: threading.stack_size(512 * 1024 * 1024) before starting the thread."),
+        ),
+    )
+
+
+PICKLED = (".pkl", ".pickle", ".pt", ".pth")
+
+
+def unplaced(frame: Mapping[str, Any]) -> bool:
+    """Code this machine cannot place: its source file does not exist here, or the interpreter could not
+    read its line (faulthandler's `line ???`, which a code object of another Python's layout gives)."""
+    return frame.get("exists") is False or (frame.get("line") is None and frame.get("file") != bounds.MARKER_FILE)
+
+
+@check("run.foreign-code", "A native crash in code that is not on this machine, with pickles the program opened", requires=("run",))
+def foreign_code(facts: Mapping[str, Any]) -> Iterable[Finding]:
+    """Code whose source file does not exist here runs because something unpickled it; a function
+    cloudpickled by another Python version crashes the interpreter when called. The files the program
+    opened name where it came from, whether or not the model inspector reads them."""
+    run = facts["run"]
+    if ending_kind(facts) != "signal":
+        return
+    thread = stacks.crashed_thread(run.get("python_stacks")) or {}
+    strange = next((f for f in thread.get("frames") or () if unplaced(f)), None)
+    opened = run.get("opened_files") if isinstance(run.get("opened_files"), list) else []
+    pickles = [p for p in opened if str(p).lower().endswith(PICKLED)]
+    if strange is None or not pickles:
+        return
+    yield Finding(
+        id="run.foreign-code",
+        severity=Severity.ERROR,
+        title=f"The crash is in {stacks.frame_text(strange)}, code that is not on this machine, unpickled from a file the program opened ({os.path.basename(pickles[-1])})",
+        explanation=(
+            f"The crashing thread runs {stacks.frame_text(strange)}, code this machine cannot place (its file is not here, or its line cannot be read): the function was unpickled. "
+            f"The program opened {', '.join(pickles[:5])}. A function cloudpickled under another Python version carries that version's bytecode, "
+            "which crashes this interpreter when it runs."
+        ),
+        evidence={"frame": stacks.frame_text(strange), "opened": pickles[:20]},
+        remedies=(
+            Remedy("Load the file with the Python minor that wrote it, or save plain data (numbers, state_dict tensors) instead of functions and objects with code."),
+            Remedy("For SB3, replace the pickled schedules when loading: custom_objects={'learning_rate': 0.0, 'lr_schedule': lambda _: 0.0, 'clip_range': lambda _: 0.0}"),
+        ),
     )

@@ -2,7 +2,8 @@
 
 Pure: judged from `run["bisection"]` as recorded (capture/bisect.py), worded like the probe's
 bisection. A variation that passed, or that survived past twice the time the failure took, names
-the setting to keep; when none did, the cause is not in those settings.
+the setting to keep; when none did, the cause is not in those settings, save those the command set
+again where no start-up hook can reach (not_applied says which, and why).
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ def bisected(facts: Mapping[str, Any]) -> Iterable[Finding]:
         "passing": [v["name"] for v in passing],
         "tried": {v["name"]: v["outcome"] for v in variations},
         "commands": [v["command"] for v in passing],
+        "not_applied": {v["name"]: v.get("applied") for v in variations if v["outcome"] == "not-applied"},
     }
     failure = bisection.get("failure") if isinstance(bisection.get("failure"), str) else "as recorded"
     yield bisection_finding("run.bisected", failure, [(v["command"], meaning(v)) for v in passing], evidence)

@@ -101,13 +101,16 @@ def wait_of(frame: Mapping[str, Any]) -> Optional[str]:
 
 
 def deadlocked(threads: List[dict]) -> List[dict]:
-    """The waiting threads (lock waiters first) when they deadlock: at least two wait, at least two of
-    them not on a join, or one on the import lock (its holder waits for it to finish); else []."""
+    """The waiting threads (lock waiters first) when they deadlock: at least two wait, one of them on a
+    lock, and at least two not on a join, or one on the import lock (its holder waits for it to
+    finish); else []. Threads that only wait on conditions and queues wait for a producer (a worker
+    process, a DataLoader worker that died of EMFILE), not on each other."""
     waits = [(wait_of(t["frames"][0]), t) for t in threads]
     waiting = [(kind, t) for kind, t in waits if kind]
     others = [t for kind, t in waiting if kind != "join"]
     import_lock = any(kind == "import lock" for kind, _ in waiting)
-    if len(waiting) < 2 or not (len(others) >= 2 or import_lock):
+    on_lock = any(kind in LOCKS for kind, _ in waiting)
+    if len(waiting) < 2 or not on_lock or not (len(others) >= 2 or import_lock):
         return []
     return sorted((t for _, t in waiting), key=lambda t: wait_of(t["frames"][0]) not in LOCKS)
 

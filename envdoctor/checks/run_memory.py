@@ -15,7 +15,7 @@ from envdoctor.capture.growth import steady_growth
 from envdoctor.checks import check
 from envdoctor.model import Finding, Remedy, Severity
 
-EVIDENCE_KEYS = ("slope_bytes_per_min", "r2", "start_bytes", "end_bytes", "limit_name", "limit_bytes", "projected_s")
+EVIDENCE_KEYS = ("slope_bytes_per_min", "r2", "start_bytes", "end_bytes", "limit_name", "limit_bytes", "projected_s", "near_limit", "sustained")
 LATE_FRACTION = 0.1  # a projection this much of the run past its end still counts as reached
 
 
@@ -35,8 +35,17 @@ def reached_before_the_end(run: Mapping[str, Any], growth: Mapping[str, Any]) ->
     return growth["projected_s"] <= run["duration_s"] + slack
 
 
+def severity_of(reached: bool, growth: Mapping[str, Any]) -> Severity:
+    """An error when the command died as the trend met its limit; a warning with a limit in sight or
+    growth that went on well past start-up; else a note (a start-up ramp is no leak)."""
+    if reached:
+        return Severity.ERROR
+    return Severity.WARNING if growth.get("near_limit") or growth.get("sustained") else Severity.INFO
+
+
 def growth_finding(run: Mapping[str, Any], growth: Mapping[str, Any]) -> Finding:
     reached = reached_before_the_end(run, growth)
+    severity = severity_of(reached, growth)
     rose = (
         f"The process tree's RSS rose from {amount(growth['start_bytes'])} to {amount(growth['end_bytes'])} along a straight line "
         f"(R² {growth['r2']:.2f}) after the first {growth['fitted_from_s']:.1f} s. Memory that keeps growing while the work repeats is held "
@@ -45,9 +54,11 @@ def growth_finding(run: Mapping[str, Any], growth: Mapping[str, Any]) -> Finding
     )
     if reached:
         rose += f" The command died when the trend met the {growth['limit_name']} limit: the growth is what ended it, wherever the final error surfaced."
+    elif severity is Severity.INFO:
+        rose += " It rose for too short a time to tell a leak from start-up (imports, a model loading) and was far from every limit: a note, not a cause."
     return Finding(
         id="run.memory-growth",
-        severity=Severity.ERROR if reached else Severity.WARNING,
+        severity=severity,
         title=f"Memory grows steadily: {growth_caption(growth)}",
         explanation=rose,
         evidence={key: growth[key] for key in EVIDENCE_KEYS},

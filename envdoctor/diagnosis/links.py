@@ -15,24 +15,13 @@ from envdoctor.capture import stacks
 from envdoctor.diagnosis import link
 from envdoctor.diagnosis.evidence import all_of, cause, first, run_failed, signal_name, symptom
 from envdoctor.failures import classify_exception
+from envdoctor.knowledge.errors import by_kind
 from envdoctor.model import Cause, Finding, Severity
 
 SB3_CODE = ("/stable_baselines3/", "/sb3_contrib/")
-# Which finding explains an exception of each kind, most specific first; without one, the run's own
-# classified exception is the cause.
-EXCEPTION_CAUSES = {
-    "numpy-abi": ("numpy.abi-mismatch", "sb3.numpy-major", "imports.failed"),
-    "circular-import": ("imports.shadowed", "probe.circular-import"),
-    "missing-module": ("sb3.missing-module", "imports.failed"),
-    "libstdcxx": ("conda.cxx-runtime", "imports.failed"),
-    "glibc": ("imports.failed",),
-    "undefined-symbol": ("cuda.library-shadowing", "wheels.mixed-cuda-families", "conda.mixed-cuda", "wheels.torch-pins"),
-    "missing-library": ("cuda.library-shadowing", "wheels.mixed-cuda-families", "wheels.torch-pins"),
-    "cuda-out-of-memory": ("run.gpu-out-of-memory", "gpu.memory-low"),
-    "host-out-of-memory": ("run.out-of-memory", "run.memory-growth", "memory.low-ram"),
-    "no-kernel-image": ("cuda.gpu-arch-unsupported",),
-    "illegal-instruction": ("cpu.missing-instructions",),
-}
+# Which finding explains an exception of a kind the error table has no row for; the table's rows
+# name their own (knowledge/errors.csv).
+UNLISTED_CAUSES = {"missing-module": ("sb3.missing-module", "imports.failed")}
 # Which finding a bisection variation points at when it makes the failure go away.
 VARIATION_CAUSES = {
     "single-thread": ("threads.multiple-openmp", "conda.openmp-mixed", "threads.kmp-duplicate-lib-ok", "threads.oversubscribed", "wsl.kernel"),
@@ -40,6 +29,8 @@ VARIATION_CAUSES = {
     "aten-cpu-default": ("cpu.missing-instructions",),
     "no-ld-overrides": ("cuda.library-shadowing",),
     "mkl-gnu-threading": ("threads.multiple-openmp", "conda.openmp-mixed"),
+    "no-pythonpath": ("imports.shadowed",),
+    "no-user-site": ("imports.shadowed",),
 }
 # Which static findings can make each probe stage crash, most telling first.
 STAGE_CAUSES = {
@@ -101,21 +92,47 @@ def model_code_crash(facts: Mapping[str, Any]) -> Iterable[Cause]:
     run = facts.get("run") or {}
     if (run.get("ending") or {}).get("kind") != "signal":
         return
-    frames, opened = crashed_frames(facts), list(run.get("opened_files") or ())
+    frames = crashed_frames(facts)
+    opened = [str(p) for p in run.get("opened_files")] if isinstance(run.get("opened_files"), list) else []
     for finding in all_of(facts, "sb3.foreign-bytecode"):
         if pickled_functions(finding):
             confidence, lines = model_code_links(frames, finding, opened)
             yield cause(finding, confidence, lines, "model-code-crash")
 
 
+def explaining(kind: str) -> Tuple[str, ...]:
+    """The findings that explain a failure of `kind`, most specific first."""
+    known = by_kind(kind)
+    return known.findings if known else UNLISTED_CAUSES.get(kind, ())
+
+
 def exception_cause(facts: Mapping[str, Any], kind: str, said: Finding, rule: str) -> Cause:
-    """The finding that explains an exception of `kind`, or the exception's own finding."""
-    explained = first(facts, *EXCEPTION_CAUSES.get(kind, ()))
+    """The finding that explains an exception of `kind`, or the exception's own finding, as sure as
+    its message makes it: a message that states its cause, or an exception raised by the program's own
+    code with nothing in the environment behind it, is confirmed."""
+    explained = first(facts, *explaining(kind))
     line = f"it failed with {said.evidence.get('type') or 'an error'}: {said.evidence.get('message') or said.title}"
+    loader = [str(text) for text in said.evidence.get("loader") or ()]
     if explained is not None and explained is not said:
-        return cause(explained, "confirmed", [line, f"classified as {kind}, which {explained.id} explains"], rule)
+        return cause(explained, "confirmed", [line, f"classified as {kind}, which {explained.id} explains"] + loader, rule)
     extra = [f"import cycle: {' → '.join(said.evidence['cycle'])}"] if said.evidence.get("cycle") else []
-    return cause(said, "likely" if kind != "error" else "possible", [line] + extra, rule)
+    extra += loader
+    known = by_kind(kind)
+    if known is not None:
+        extra.append(f"the message says: {known.cause}")
+        extra += [f"source: {source}" for source in known.sources[:2]]
+        return cause(said, known.confidence, [line] + extra, rule)
+    if said.evidence.get("own_code"):
+        return cause(said, "confirmed", [line, f"raised by the program's own code at {said.evidence.get('at')}; nothing in the environment is implicated"], rule)
+    where = [f"raised at {said.evidence['at']}"] if said.evidence.get("at") else []
+    return cause(said, "likely", [line] + where + extra, rule)
+
+
+@link("foreign-code-crash", "A native crash in unpickled code that is not on this machine, and the pickles the program opened")
+def foreign_code_crash(facts: Mapping[str, Any]) -> Iterable[Cause]:
+    finding = first(facts, "run.foreign-code")
+    if finding is not None and not all_of(facts, "sb3.foreign-bytecode"):
+        yield cause(finding, "likely", [finding.title, f"the program opened {', '.join(finding.evidence.get('opened') or ())}"], "foreign-code-crash")
 
 
 @link("exception", "The exception a command or probe stage died of, tied to the finding of its kind")
@@ -123,6 +140,31 @@ def exception(facts: Mapping[str, Any]) -> Iterable[Cause]:
     said = first(facts, "run.exception")
     if said is not None:
         yield exception_cause(facts, said.evidence.get("kind", "error"), said, "exception")
+
+
+@link("error-message", "A failure whose output names its cause, where no exception ended the command")
+def error_message(facts: Mapping[str, Any]) -> Iterable[Cause]:
+    """The output's message, as sure as the table makes it when the command exited of it; a message
+    seen before a signal or a hang is at most likely (the output may hold a warning of something else)."""
+    said = first(facts, "run.error-message")
+    known = by_kind(said.evidence.get("kind", "")) if said is not None else None
+    if said is None or known is None:
+        return
+    exited = ((facts.get("run") or {}).get("ending") or {}).get("kind") == "exit"
+    confidence = known.confidence if exited else ("likely" if known.confidence == "confirmed" else "possible")
+    lines = [f"the output says: {said.evidence.get('line')}"] + [str(text) for text in said.evidence.get("loader") or ()]
+    explained = first(facts, *known.findings)
+    if explained is not None:
+        yield cause(explained, confidence, lines + [f"classified as {known.kind}, which {explained.id} explains"], "error-message")
+    else:
+        yield cause(said, confidence, lines + [f"source: {source}" for source in known.sources[:2]], "error-message")
+
+
+@link("deep-recursion", "A native crash on a stack one recursion filled")
+def deep_recursion(facts: Mapping[str, Any]) -> Iterable[Cause]:
+    finding = first(facts, "run.deep-recursion")
+    if finding is not None:
+        yield cause(finding, "likely", [finding.title], "deep-recursion")
 
 
 @link("gpu-out-of-memory", "A crash or error right after the GPU's memory filled")
@@ -146,15 +188,22 @@ def host_out_of_memory(facts: Mapping[str, Any]) -> Iterable[Cause]:
     yield cause(finding, "confirmed" if counted else "likely", signs + ([grew.title] if grew else []), "host-out-of-memory")
 
 
-@link("memory-growth", "A failure after the process tree's memory grew steadily: a leak that ends in a crash (seed 001) or an OOM")
+@link("memory-growth", "A failure after the process tree's memory grew steadily into a limit: a leak that ends in a crash or an OOM")
 def memory_growth(facts: Mapping[str, Any]) -> Iterable[Cause]:
+    """Growth is a cause only with a limit in sight (reached, or the series ended near one), or, for a
+    failure other than a signal, when it went on well past start-up; a segfault is never blamed on
+    growth that stayed far from every limit."""
     finding = first(facts, "run.memory-growth")
     if finding is None or not run_failed(facts):
         return
     evidence = finding.evidence
-    reached = evidence.get("projected_s") is not None and evidence.get("projected_s") <= (facts.get("run") or {}).get("duration_s", 0) * 1.1
     died = ((facts.get("run") or {}).get("ending") or {}).get("kind") == "signal"
-    confidence = "likely" if reached or died or first(facts, "run.out-of-memory") else "possible"
+    if finding.severity is Severity.ERROR or evidence.get("near_limit"):
+        confidence = "likely"
+    elif evidence.get("sustained") and not died:
+        confidence = "possible"
+    else:
+        return
     yield cause(finding, confidence, [finding.title] + ([finding.explanation] if finding.explanation else []), "memory-growth")
 
 
@@ -210,7 +259,7 @@ def probe_failure(facts: Mapping[str, Any]) -> Iterable[Cause]:
         error = {"type": finding.evidence.get("type"), "message": finding.evidence.get("message") or ""}
         failure = classify_exception(error)
         kind = "circular-import" if finding.id == "probe.circular-import" else failure.kind
-        explained = first(facts, *[i for i in EXCEPTION_CAUSES.get(kind, ()) if i != finding.id])
+        explained = first(facts, *[i for i in explaining(kind) if i != finding.id])
         if explained is not None:
             yield cause(explained, "likely", [f"{finding.title}", f"classified as {kind}, which {explained.id} explains"], "probe-failure")
         else:

@@ -5,10 +5,15 @@ Stdlib only, valid Python 3.8 (runs in the user's interpreter, which may not hav
 JSON lines to the file named by ENVDOCTOR_AUDIT_LOG: one "start" line per process (its interpreter,
 prefix, argv and environment, so the doctor judges the environment the program really had) and one
 "open" line per file opened for reading (from Python's `open` audit event, PEP 578), so a model found
-through a config file is inspected too. Then it steps aside: its folder leaves sys.path and the user's
-own `sitecustomize`, if there is one, is loaded as it would have been.
+through a config file is inspected too; an "exception" line when the process dies of an uncaught
+exception and an "end" line when it exits through the interpreter (a start with neither died by a
+signal), so the process that failed is told apart from the others a wrapper script ran. Under
+bisection it makes the variation again (ENVDOCTOR_VARIATION) before anything else runs, since a wrapper
+script may have exported the same variable after the doctor set it. Then it steps aside: its folder
+leaves sys.path and the user's own `sitecustomize`, if there is one, is loaded as it would have been.
 """
 
+import atexit
 import json
 import os
 import sys
@@ -16,8 +21,12 @@ import sys
 LOG_VARIABLE = "ENVDOCTOR_AUDIT_LOG"
 MAX_PATHS = 2000
 MAX_PATH_CHARS = 4096
-# What envdoctor can judge: SB3 model archives. Imports open thousands of sources, which are not recorded.
-JUDGED_SUFFIXES = (".zip",)
+# Model files: SB3 archives and the pickles and torch files programs load. Imports open thousands of
+# sources, which are not recorded.
+JUDGED_SUFFIXES = (".zip", ".pkl", ".pickle", ".pt", ".pth")
+VARIATION_VARIABLE = "ENVDOCTOR_VARIATION"
+# Read by the dynamic loader when the process started: changing them inside it changes nothing.
+LOADER_VARIABLES = ("LD_LIBRARY_PATH", "LD_PRELOAD")
 
 
 def append(fd, record):
@@ -89,6 +98,72 @@ def step_aside():
         traceback.print_exc()  # as site.py reports an error in a sitecustomize
 
 
+def record_ending(fd):
+    """An "exception" line when the process dies of an uncaught exception, an "end" line when the
+    interpreter exits (after the exception's); a process that wrote neither was killed."""
+    pid = os.getpid()
+    previous = sys.excepthook
+
+    def excepthook(kind, value, traceback):
+        append(fd, {"event": "exception", "pid": pid, "type": getattr(kind, "__name__", str(kind))})
+        previous(kind, value, traceback)
+
+    sys.excepthook = excepthook
+    atexit.register(append, fd, {"event": "end", "pid": pid})
+
+
+def without_pythonpath(folders):
+    """sys.path without `folders` (the ones PYTHONPATH or the user site put there)."""
+    dropped = set(os.path.abspath(f) for f in folders if f)
+    sys.path[:] = [p for p in sys.path if not p or os.path.abspath(p) not in dropped]
+
+
+def varied(name, value):
+    """Make one variable of the variation (value None: unset it) in this process: "as-given" when it
+    already was, "re-applied" when something between the doctor and here had changed it, "too-late"
+    when only the process's start could have changed it."""
+    now = os.environ.get(name)
+    if name == "PYTHONPATH" and value is None:
+        here = os.path.dirname(os.path.abspath(__file__))
+        theirs = [f for f in (now or "").split(os.pathsep) if f and os.path.abspath(f) != here]
+        if not theirs:
+            return "as-given"
+        without_pythonpath(theirs)
+        os.environ[name] = here  # the processes it starts still get the hook
+        return "re-applied"
+    if now == value:
+        return "as-given"
+    if name in LOADER_VARIABLES:
+        return "too-late"
+    if name == "PYTHONNOUSERSITE" and value:
+        import site
+
+        without_pythonpath([site.getusersitepackages()])
+    if value is None:
+        os.environ.pop(name, None)
+    else:
+        os.environ[name] = value
+    return "re-applied"
+
+
+def apply_variation(fd):
+    """Bisection's one change, made again at interpreter start and recorded variable by variable."""
+    raw = os.environ.get(VARIATION_VARIABLE)
+    if not raw:
+        return
+    try:
+        variation = json.loads(raw)
+        changes = dict(variation.get("set") or {})
+        changes.update((name, None) for name in variation.get("unset") or ())
+    except (ValueError, TypeError, AttributeError):
+        return
+    outcomes = {}
+    for name, value in changes.items():
+        if isinstance(name, str) and (value is None or isinstance(value, str)):
+            outcomes[name] = varied(name, value)
+    append(fd, {"event": "variation", "pid": os.getpid(), "variables": outcomes})
+
+
 def install():
     log = os.environ.get(LOG_VARIABLE)
     if log and hasattr(sys, "addaudithook"):
@@ -97,8 +172,10 @@ def install():
         except OSError:
             fd = None
         if fd is not None:
+            apply_variation(fd)
             append(fd, start_record())
             sys.addaudithook(open_recorder(fd))
+            record_ending(fd)
     step_aside()
 
 
