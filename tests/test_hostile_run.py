@@ -391,6 +391,17 @@ def test_processes_left_after_a_clean_exit_are_named_and_stopped(tmp_path, pid_f
     assert not (tmp_path / "reports").exists()
 
 
+def test_an_orphan_in_its_own_session_without_the_marker_is_named_and_stopped(tmp_path, pid_file):
+    """Double-forked, new session, environment cleared, SIGTERM ignored: only the sub-reaper still holds it."""
+    orphan = "setsid env -i sh -c 'trap \"\" TERM; exec sleep 1000'"
+    script = f"({orphan} & echo $! >> {pid_file}) & until [ -s {pid_file} ]; do sleep 0.01; done; until grep -qx sleep /proc/$(cat {pid_file})/comm; do sleep 0.01; done; exit 0"
+    result = run_leaving(tmp_path, script)
+    left = pids_in(pid_file)[0]
+    assert result.returncode == 0, result
+    assert f"{left} sleep 1000 (SIGKILL)" in result.stderr and "still ran after the command ended" in result.stderr
+    assert survivors([left]) == []
+
+
 @pytest.mark.slow
 def test_a_leftover_ignoring_sigterm_is_killed_and_recorded_in_the_report(tmp_path, pid_file):
     result = run_leaving(tmp_path, leave("setsid sh -c 'trap \"\" TERM; exec sleep 1000'", pid_file) + "; exit 3")
