@@ -177,14 +177,14 @@ def test_ctrl_c_during_a_hung_stage_ends_the_ladder_and_skips_bisection(tmp_path
     environ = {**plant(tmp_path / "plant", "numpy", DEADLOCK), "NO_COLOR": "1"}
     doctor = subprocess.Popen([sys.executable, "-m", "envdoctor", "check", "--only", "probe", "--no-save", "--probe-timeout", "120"], env=environ, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     progress = read_until(doctor.stderr, "probe: import numpy … ")
-    ladder = [p for p in psutil.Process(doctor.pid).children() if p.cmdline()[:3] == [sys.executable, "-X", "faulthandler"]]
+    ladder = [p for p in psutil.Process(doctor.pid).children(recursive=True) if p.cmdline()[:3] == [sys.executable, "-X", "faulthandler"]]  # under its intermediary
     assert len(ladder) == 1, progress
     doctor.send_signal(signal.SIGINT)
     _, rest = doctor.communicate(timeout=300)
     stderr = progress + rest.decode()
     assert "hung" not in stderr and "bisecting" not in stderr, stderr  # the stage never reached its 60 s limit
     assert "Traceback" not in stderr and doctor.returncode not in (0, 1), stderr
-    assert not ladder[0].is_running()
+    assert not ladder[0].is_running() or ladder[0].status() == psutil.STATUS_ZOMBIE  # ended; orphaned with its intermediary, init may not reap it
 
 
 @pytest.mark.slow
