@@ -36,7 +36,12 @@ CANNOT_START = 127
 
 
 def prctl_function():
-    prctl = ctypes.CDLL(None, use_errno=True).prctl
+    """libc's prctl on Linux; elsewhere a stand-in that does nothing (there the program's parent is
+    still this process, without the sub-reaper and the death signal)."""
+    try:
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return lambda *arguments: 0
     prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong]
     return prctl
 
