@@ -49,6 +49,7 @@ ABORT = "import ctypes\nctypes.CDLL(None).abort()\n"
 DEADLOCK = "import threading\nlock = threading.Lock()\nlock.acquire()\nlock.acquire()\n"
 RAISES = "raise RuntimeError('planted: the native library could not be loaded')\n"
 CIRCULAR = "import cyclepkg\n"
+KILLS_ITS_PARENT = "import os, signal, time\nos.kill(os.getppid(), signal.SIGKILL)\ntime.sleep(30)\n"
 
 
 def plant(folder: Path, trigger: str, payload: str) -> dict:
@@ -135,6 +136,13 @@ def test_illegal_instruction_is_a_sigill_crash(tmp_path):
     assert (stage.status.value, stage.crash["signal"], stage.crash["fatal_error"]) == ("crashed", "SIGILL", "Illegal instruction")
     assert stage.crash["frames"][0]["file"].endswith("planted_payload.py")
     assert stage.crash["frames"][0]["line"] == 4
+
+
+def test_a_stage_that_kills_its_parent_is_a_crash_of_that_stage_and_the_doctor_lives(tmp_path):
+    """The ladder's parent is its intermediary, not the doctor: the stage is killed by SIGKILL with it."""
+    result = ladder_until(plant(tmp_path, "numpy", KILLS_ITS_PARENT), "import_numpy")
+    stage = result.stage("import_numpy")
+    assert (stage.status.value, stage.crash["signal"]) == ("crashed", "SIGKILL")
 
 
 def test_abort_is_a_sigabrt_crash_with_its_meaning(tmp_path):
