@@ -6,8 +6,11 @@ that nothing the child leaves behind can stretch, an ending that is data, and no
 dies with the doctor (even a SIGKILLed one), and what it started is found and ended with it. A child
 killed by a signal is a *result* here, never an exception of the doctor.
 
-Every child carries a marker variable that its descendants inherit, so those that leave its process
-group (`setsid`, a daemon's double fork) are still found, by the marker in /proc/PID/environ.
+Every child runs under an intermediary (`subreaper.py`): its parent is never the doctor, so foreign
+code that kills its parent ends only itself, and the intermediary, a sub-reaper, keeps what the child
+orphans in the family. Every child also carries a marker variable that its descendants inherit, so
+those that leave its process group (`setsid`, a daemon's double fork) are still found, by the marker
+in /proc/PID/environ.
 
 `run_child` (output kept) and `stream_child` (output handed over line by line) wait on the child
 themselves, so a timeout or a Ctrl-C ends its family; `start_child` hands a child to callers that
@@ -124,13 +127,14 @@ class Child(subprocess.Popen):
         self.start_errno: Optional[int] = None
         self.started()
 
-    def started(self) -> int:
-        """The program's pid once it runs; OSError, as Popen raises it, when it could not start."""
+    def started(self) -> None:
+        """Wait until the intermediary reports the program running; OSError, as Popen raises it, when
+        the program could not start."""
         deadline = time.monotonic() + START_S
         while self.program_pid is None and self.start_errno is None and self.reports >= 0 and time.monotonic() < deadline:
             self.read_reports(deadline - time.monotonic())
         if self.program_pid is not None:
-            return self.program_pid
+            return
         try:
             os.killpg(self.pid, signal.SIGKILL)  # an intermediary that never reported is not waited on again
         except OSError:
