@@ -12,11 +12,39 @@ import json
 import os
 import stat
 from pathlib import Path
-from typing import Any, Optional, Type
+from typing import Any, BinaryIO, Optional, Type, Union
 
 from envdoctor.errors import EnvdoctorError
 
 OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0)
+
+
+class NotRegular(OSError):
+    """The path names a FIFO, a device, a socket or a folder: nothing a reader of outside data reads."""
+
+
+def open_regular(path: Union[str, Path]) -> BinaryIO:
+    """The regular file `path`, opened for reading in binary without ever waiting; OSError when it
+    cannot be opened, NotRegular when it is something else than a regular file.
+
+    Every reader of outside data (reports, records, policies, ELF objects, host files) opens through
+    this, and bounds what it then reads itself."""
+    descriptor = os.open(path, OPEN_FLAGS)
+    try:
+        mode = os.fstat(descriptor).st_mode
+        if not stat.S_ISREG(mode):  # before fdopen, which refuses a folder itself
+            raise NotRegular(f"{path} is not a regular file")
+        os.set_blocking(descriptor, True)
+    except BaseException:
+        os.close(descriptor)
+        raise
+    return os.fdopen(descriptor, "rb")
+
+
+def read_bounded(path: Union[str, Path], limit: int) -> bytes:
+    """At most `limit` bytes of the regular file `path` (more are not read); OSError otherwise."""
+    with open_regular(path) as stream:
+        return stream.read(limit)
 
 
 def read_regular(path: Path, limit: int, what: str, error: Type[EnvdoctorError], shown: str = "") -> bytes:
@@ -25,13 +53,12 @@ def read_regular(path: Path, limit: int, what: str, error: Type[EnvdoctorError],
     `what` names what the file should be ("an envdoctor report"), `shown` how to name it in "cannot read …".
     """
     try:
-        descriptor = os.open(path, OPEN_FLAGS)
+        opened = open_regular(path)
+    except NotRegular:
+        raise error(f"{path} is not a regular file (a FIFO, a device or a folder is not {what})") from None
     except OSError as failure:
         raise error(f"cannot read {shown or path}: {failure.strerror or failure}") from None
-    if not stat.S_ISREG(os.fstat(descriptor).st_mode):  # before fdopen, which refuses a folder itself
-        os.close(descriptor)
-        raise error(f"{path} is not a regular file (a FIFO, a device or a folder is not {what})")
-    with os.fdopen(descriptor, "rb") as stream:
+    with opened as stream:
         try:
             raw = stream.read(limit + 1)
         except OSError as failure:

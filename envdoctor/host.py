@@ -11,7 +11,10 @@ import os
 from pathlib import Path
 from typing import Optional
 
+from envdoctor.files import read_bounded
+
 ROOT_VARIABLE = "ENVDOCTOR_ROOT"
+HOST_FILE_LIMIT = 16 << 20  # /proc/cpuinfo of a machine with hundreds of CPUs is about 1 MiB
 
 
 def root() -> Path:
@@ -28,9 +31,10 @@ def path(absolute: str) -> Path:
 
 
 def read_text(absolute: str) -> Optional[str]:
-    """The file's text, or None when it does not exist or cannot be read (a fact, not an error)."""
+    """The file's text, at most HOST_FILE_LIMIT bytes of it, or None when it does not exist, is no
+    regular file (a FIFO planted under ENVDOCTOR_ROOT) or cannot be read (a fact, not an error)."""
     try:
-        return path(absolute).read_text(encoding="utf-8", errors="replace")
+        return read_bounded(path(absolute), HOST_FILE_LIMIT).decode("utf-8", errors="replace")
     except OSError:
         return None
 

@@ -6,8 +6,11 @@ that nothing the child leaves behind can stretch, an ending that is data, and no
 dies with the doctor (even a SIGKILLed one), and what it started is found and ended with it. A child
 killed by a signal is a *result* here, never an exception of the doctor.
 
-Every child carries a marker variable that its descendants inherit, so those that leave its process
-group (`setsid`, a daemon's double fork) are still found, by the marker in /proc/PID/environ.
+Every child runs under an intermediary (`subreaper.py`): its parent is never the doctor, so foreign
+code that kills its parent ends only itself, and the intermediary, a sub-reaper, keeps what the child
+orphans in the family. Every child also carries a marker variable that its descendants inherit, so
+those that leave its process group (`setsid`, a daemon's double fork) are still found, by the marker
+in /proc/PID/environ.
 
 `run_child` (output kept) and `stream_child` (output handed over line by line) wait on the child
 themselves, so a timeout or a Ctrl-C ends its family; `start_child` hands a child to callers that
@@ -19,6 +22,7 @@ from __future__ import annotations
 import ctypes
 import errno
 import os
+import select
 import selectors
 import signal
 import subprocess
@@ -30,6 +34,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from typing import Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Set
 
+from envdoctor import package_data
 from envdoctor.processes import psutil
 
 MARKER_VARIABLE = "ENVDOCTOR_CHILD"
@@ -43,6 +48,8 @@ LONGEST_LINE = 1 << 20  # a streamed line without its end this long is handed ov
 KILL_ROUNDS = 5  # a family that forks while it is being killed is looked for again
 REAP_S = 5.0  # a SIGKILLed child stuck in the kernel (a hung driver call) is not waited on longer
 PR_SET_PDEATHSIG = 1
+START_S = 30.0  # for the intermediary's interpreter to start and report the program running, on a loaded machine
+SUBREAPER_SOURCE = package_data.read_text("envdoctor", "subreaper.py")
 
 Sink = Callable[[bytes], None]
 
@@ -92,11 +99,94 @@ class ChildResult:
 
 
 class Child(subprocess.Popen):
-    """A child process and the marker its descendants inherit."""
+    """A child process started through the intermediary (`subreaper.py`), and the marker its
+    descendants inherit.
 
-    def __init__(self, argv: List[str], marker: str, **popen):
+    `pid` is the intermediary's: its process group and session are the program's, and signals to it
+    reach the program through them. `program_pid` is the program's own pid; `program_returncode` how
+    the program ended, as the intermediary reported it, or (when the intermediary itself was killed,
+    by the program or by a time limit) how the intermediary ended."""
+
+    def __init__(self, argv: List[str], marker: str, *, env: Mapping[str, str], **popen):
         self.marker = marker
-        super().__init__(argv, **popen)
+        self.program_argv = tuple(argv)
+        self.reported: Optional[int] = None
+        reports, report = os.pipe()
+        ctype = env.get("LC_CTYPE")
+        intermediary = [sys.executable, "-I", "-S", "-c", SUBREAPER_SOURCE, str(report), "-" if ctype is None else "=" + ctype, *argv]
+        try:
+            super().__init__(intermediary, env=env, pass_fds=(report,), **popen)
+        except BaseException:
+            os.close(reports)
+            raise
+        finally:
+            os.close(report)
+        self.reports = reports
+        self.buffered = b""
+        self.program_pid: Optional[int] = None
+        self.start_errno: Optional[int] = None
+        self.started()
+
+    def started(self) -> None:
+        """Wait until the intermediary reports the program running; OSError, as Popen raises it, when
+        the program could not start."""
+        deadline = time.monotonic() + START_S
+        while self.program_pid is None and self.start_errno is None and self.reports >= 0 and time.monotonic() < deadline:
+            self.read_reports(deadline - time.monotonic())
+        if self.program_pid is not None:
+            return
+        try:
+            os.killpg(self.pid, signal.SIGKILL)  # an intermediary that never reported is not waited on again
+        except OSError:
+            pass
+        self.wait()
+        self.close_reports()
+        if self.start_errno is not None:
+            raise OSError(self.start_errno, os.strerror(self.start_errno), self.program_argv[0])
+        raise OSError(errno.ECHILD, f"the intermediary under {sys.executable} {describe_code(self.returncode)} before starting {self.program_argv[0]}")
+
+    def read_reports(self, wait_s: float) -> None:
+        """Take in what the intermediary has reported, waiting up to `wait_s` for the first of it."""
+        poller = select.poll()
+        poller.register(self.reports, select.POLLIN)
+        if not poller.poll(max(wait_s, 0) * 1000):
+            return
+        chunk = os.read(self.reports, 256)
+        if not chunk:
+            self.close_reports()
+        self.buffered += chunk
+        while b"\n" in self.buffered:
+            line, _, self.buffered = self.buffered.partition(b"\n")
+            kind, _, number = line.decode().partition(" ")
+            value = int(number)
+            if kind == "S":
+                self.program_pid = value
+            elif kind == "E":
+                self.start_errno = value
+            elif kind == "X":
+                self.reported = value
+
+    def program_ended(self) -> bool:
+        """Whether the intermediary has reported the program's end (without waiting)."""
+        if self.reported is None and self.reports >= 0:
+            self.read_reports(0)
+        return self.reported is not None
+
+    @property
+    def program_returncode(self) -> Optional[int]:
+        self.program_ended()
+        return self.returncode if self.reported is None else self.reported
+
+    def close_reports(self) -> None:
+        if self.reports >= 0:
+            os.close(self.reports)
+            self.reports = -1
+
+
+def describe_code(returncode: Optional[int]) -> str:
+    if returncode is not None and returncode < 0:
+        return f"was killed by signal {-returncode}"
+    return f"exited with {returncode}"
 
 
 def load_prctl():
@@ -190,7 +280,8 @@ def descendants(child: Child) -> List[psutil.Process]:
 
 def signal_family(child: Child, number: int) -> int:
     """Send `number` to the child's process group and, once, to every member of its family outside
-    that group; return how many live processes it was sent to."""
+    that group; return how many live processes of the program's it was sent to (the intermediary,
+    which ignores what it need not obey, is not counted)."""
     members = family(child)
     try:
         os.killpg(child.pid, number)
@@ -203,7 +294,7 @@ def signal_family(child: Child, number: int) -> int:
                 member.send_signal(number)
         except (psutil.Error, OSError):
             continue
-        reached += 1
+        reached += member.pid != child.pid
     return reached
 
 
@@ -235,9 +326,10 @@ def end_processes(processes: Sequence[psutil.Process], grace_s: float) -> List[p
 
 
 def exited(child: Child) -> bool:
-    """Whether the child has ended, without reaping it: until it is reaped its pid, and so its process
-    group id, cannot name another process, so `kill_family` still reaches the right group."""
-    if child.returncode is not None:
+    """Whether the child's program has ended (as its intermediary reported), or the intermediary itself,
+    without reaping it: until it is reaped its pid, and so its process group id, cannot name another
+    process, so `kill_family` still reaches the right group."""
+    if child.returncode is not None or child.program_ended():
         return True
     try:
         return os.waitid(os.P_PID, child.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
@@ -246,12 +338,16 @@ def exited(child: Child) -> bool:
 
 
 def reap(child: Child) -> Optional[int]:
-    """Wait for an ended or killed child and return its return code; one stuck in the kernel (a hung
-    driver call) is not waited on longer than REAP_S, and has none."""
+    """Wait for an ended or killed child and return its program's return code; one stuck in the kernel
+    (a hung driver call) is not waited on longer than REAP_S, and has none."""
     try:
-        return child.wait(timeout=REAP_S)
+        child.wait(timeout=REAP_S)
     except subprocess.TimeoutExpired:
+        child.close_reports()
         return None
+    code = child.program_returncode
+    child.close_reports()
+    return code
 
 
 def read_pipes(child: Child, sinks: Mapping[int, Sink], deadline: float) -> bool:
@@ -431,7 +527,7 @@ def run_piped(argv: Sequence[str], timeout: float, env, cwd, stdout: Sink, stder
         sinks[child.stderr.fileno()] = stderr
     with waited(child):
         timed_out = read_pipes(child, sinks, started + timeout)
-    return ChildResult(tuple(argv), child.returncode, "", "", time.monotonic() - started, timed_out=timed_out)
+    return ChildResult(tuple(argv), child.program_returncode, "", "", time.monotonic() - started, timed_out=timed_out)
 
 
 def run_child(argv: Sequence[str], *, timeout: float, env: Optional[Mapping[str, str]] = None, cwd: Optional[str] = None) -> ChildResult:

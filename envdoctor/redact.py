@@ -33,6 +33,11 @@ ASSIGNMENT = re.compile(
 )
 URL_CREDENTIALS = re.compile(r"(\b[a-z][a-z0-9+.-]*://)[^/\s:@]+:[^/\s@]+@", re.IGNORECASE)
 MIN_SECRET_LENGTH = 4  # shorter values ("1", "yes") would erase innocent text everywhere
+# The home directory is `~` only where a path begins with it: at the start of the text or after what
+# separates paths and words (`PATH=/root/bin:/root/x`, `"/root/a b"`, `cd /root`), never inside another
+# path (`/opt/rh/devtoolset-9/root/usr/bin/g++` with HOME=/root names a file that `~` would not).
+PATH_START = r"(?<![^\s=:;,'\"(\[{<>|])"
+PATH_GOES_ON = r"(?=/|$|[:;\s'\"])"
 
 
 def is_secret_name(name: str) -> bool:
@@ -57,7 +62,7 @@ def scrub(data: Any, secrets: Iterable[str], home: str = "") -> Any:
         text = scrub_shapes(text)
         if home and home in text:
             text = tilde_outside_quotes(text, home)
-            text = re.sub(re.escape(home) + r"(?=/|$|[:;\s'\"])", "~", text)
+            text = re.sub(PATH_START + re.escape(home) + PATH_GOES_ON, "~", text)
         return text
 
     def walk(value: Any) -> Any:
@@ -75,8 +80,8 @@ def scrub(data: Any, secrets: Iterable[str], home: str = "") -> Any:
 def tilde_outside_quotes(text: str, home: str) -> str:
     """A quoted home path (`'HOME/rest'`, as shlex.quote writes it) as `~/'rest'`: the shell expands `~`
     only outside quotes, so a pasted command still names the same file."""
-    text = re.sub("'" + re.escape(home) + "/", "~/'", text)
-    return re.sub("'" + re.escape(home) + "'", "~", text)
+    text = re.sub(PATH_START + "'" + re.escape(home) + "/", "~/'", text)
+    return re.sub(PATH_START + "'" + re.escape(home) + "'", "~", text)
 
 
 def scrub_shapes(text: str) -> str:

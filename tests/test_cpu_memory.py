@@ -67,6 +67,24 @@ def test_docker_default_shm_breaks_dataloader_workers(envdoctor, judged, tmp_pat
     assert "docker run --shm-size=8g ..." in [r["command"] for r in finding["remedies"]]
 
 
+def test_a_machine_without_dev_shm_is_told_so(envdoctor, tmp_path):
+    """Under ENVDOCTOR_ROOT there is no dev/shm: what a container started without one sees."""
+    root = tmp_path / "root"
+    root.mkdir()
+    run = envdoctor("check", "--no-save", "--no-probe", "--only", "memory", "--json", str(tmp_path / "r.json"), env={"ENVDOCTOR_ROOT": str(root)})
+    assert run.returncode in (0, 1), run
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert report["facts"]["memory"]["shm_unreadable"] == "No such file or directory"
+    (finding,) = findings_by_id(report)["memory.shm-small"]
+    assert finding["title"] == "/dev/shm cannot be used (No such file or directory): DataLoader workers cannot share tensors"
+    assert "docker run --shm-size=8g ..." in [r["command"] for r in finding["remedies"]]
+
+
+def test_a_recorded_report_without_the_reason_gives_no_shm_finding(envdoctor, judged, tmp_path):
+    path = recorded(envdoctor, tmp_path, shm_total_bytes=None, shm_free_bytes=None)
+    assert "memory.shm-small" not in findings_by_id(judged(path, only="memory", skipped="memory.shm-small"))
+
+
 def test_small_ram_and_no_swap(envdoctor, judged, tmp_path):
     path = recorded(envdoctor, tmp_path, ram_total_bytes=4 * 2**30, swap_total_bytes=0)
     (finding,) = findings_by_id(judged(path, ran="memory"))["memory.low-ram"]

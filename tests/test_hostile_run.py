@@ -247,15 +247,44 @@ def test_a_double_forked_orphan_is_killed(pid_file):
     assert survivors(pids_in(pid_file)) == []
 
 
+def test_a_double_forked_orphan_that_cleared_its_environment_is_killed(pid_file):
+    """Neither the tree (it was orphaned) nor the marker (env -i) finds it: the intermediary, a
+    sub-reaper, is its parent now."""
+    script = f"(setsid env -i sleep 1000 & echo $! >> {pid_file}) & until [ -s {pid_file} ]; do sleep 0.01; done; exit 0"
+    result = proc.run_child(["sh", "-c", script], timeout=30)
+    assert result.returncode == 0, result
+    assert survivors(pids_in(pid_file)) == []
+
+
+def test_a_child_s_parent_is_not_the_doctor(pid_file):
+    result = proc.run_child([PY, "-c", "import os; print(os.getppid())"], timeout=30)
+    assert result.ok and int(result.stdout) != os.getpid()
+
+
+def test_a_child_that_kills_its_parent_is_a_result_and_the_doctor_lives(pid_file):
+    script = f"import os, signal, time; open({str(pid_file)!r}, 'a').write('%d\\n' % os.getpid()); os.kill(os.getppid(), signal.SIGKILL); time.sleep(1000)"
+    result = proc.run_child([PY, "-c", script], timeout=30)
+    assert result.signal_name == "SIGKILL" and not result.timed_out, result
+    assert survivors(pids_in(pid_file)) == []
+
+
+def test_a_program_keeps_its_return_code_signal_and_environment_through_the_intermediary():
+    assert proc.run_child(["sh", "-c", "exit 7"], timeout=30).returncode == 7
+    assert proc.run_child(["sh", "-c", "kill -SEGV $$"], timeout=30).signal_name == "SIGSEGV"
+    seen = proc.run_child(["sh", "-c", 'echo "[$LC_CTYPE]"; trap'], timeout=30, env={"PATH": os.environ["PATH"]})
+    assert seen.stdout == "[]\n"  # no coerced locale, and no signal the program inherits ignored
+    assert "could not start" in proc.run_child(["no-such-program-here"], timeout=30).describe()
+
+
 def test_the_marker_finds_descendants_that_left_the_session(pid_file):
     child = proc.start_child(["sh", "-c", leave("setsid sleep 1000", pid_file) + "; exec sleep 1000"], stdout=subprocess.DEVNULL)
     try:
         grandchild = sleeping(pids_in(pid_file)[0])
         assert os.getsid(grandchild) != child.pid
         assert grandchild in proc.marked(child.marker)
-        assert {p.pid for p in proc.descendants(child)} == {grandchild}
+        assert {p.pid for p in proc.descendants(child)} == {child.program_pid, grandchild}
         assert proc.signal_family(child, signal.SIGKILL) == 2
-        assert survivors([child.pid, grandchild]) == []
+        assert survivors([child.pid, child.program_pid, grandchild]) == []
     finally:
         proc.kill_family(child)
         child.wait()
@@ -363,6 +392,17 @@ def test_processes_left_after_a_clean_exit_are_named_and_stopped(tmp_path, pid_f
     assert not (tmp_path / "reports").exists()
 
 
+def test_an_orphan_in_its_own_session_without_the_marker_is_named_and_stopped(tmp_path, pid_file):
+    """Double-forked, new session, environment cleared, SIGTERM ignored: only the sub-reaper still holds it."""
+    orphan = "setsid env -i sh -c 'trap \"\" TERM; exec sleep 1000'"
+    script = f"({orphan} & echo $! >> {pid_file}) & until [ -s {pid_file} ]; do sleep 0.01; done; until grep -qx sleep /proc/$(cat {pid_file})/comm; do sleep 0.01; done; exit 0"
+    result = run_leaving(tmp_path, script)
+    left = pids_in(pid_file)[0]
+    assert result.returncode == 0, result
+    assert f"{left} sleep 1000 (SIGKILL)" in result.stderr and "still ran after the command ended" in result.stderr
+    assert survivors([left]) == []
+
+
 @pytest.mark.slow
 def test_a_leftover_ignoring_sigterm_is_killed_and_recorded_in_the_report(tmp_path, pid_file):
     result = run_leaving(tmp_path, leave("setsid sh -c 'trap \"\" TERM; exec sleep 1000'", pid_file) + "; exit 3")
@@ -376,6 +416,13 @@ def test_a_leftover_ignoring_sigterm_is_killed_and_recorded_in_the_report(tmp_pa
     finding = next(f for f in report["findings"] if f["id"] == "run.left-behind")
     assert finding["severity"] == "warning" and f"{left} sleep 1000 (SIGKILL)" in finding["title"]
     assert "still ran after the command ended" in result.stderr
+
+
+def test_a_command_that_kills_its_parent_ends_the_run_not_the_doctor(tmp_path):
+    result = run_envdoctor("run", "--", PY, "-c", "import os, signal; os.kill(os.getppid(), signal.SIGKILL)", cwd=tmp_path, timeout=60, child=True)
+    assert result.returncode == 128 + signal.SIGKILL, result
+    assert "SIGKILL" in result.stderr and "Traceback" not in result.stderr
+    assert sorted((tmp_path / "reports").glob("crash-*.json"))
 
 
 def test_a_clean_command_that_leaves_nothing_says_nothing_more(tmp_path):

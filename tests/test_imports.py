@@ -30,6 +30,7 @@ FAKES: Dict[str, Mapping[str, str]] = {
         "module": "abi_message",
         "code": "raise ValueError('numpy.dtype size changed, may indicate binary incompatibility. Expected 96 from C header, got 88 from PyObject')\n",
     },
+    "kills-its-parent": {"module": "kills_its_parent", "code": "import os, signal\nos.kill(os.getppid(), signal.SIGKILL)\n"},
     "imports-fine": {"module": "imports_fine", "code": "VALUE = 1\n"},
     # Its top_level.txt also names folders of its repository that the wheel does not hold, as botorch's does.
     "names-folders": {"module": "names_folders", "code": "VALUE = 1\n", "top_level": "names_folders\ndist\ntutorials\nwebsite\n"},
@@ -102,6 +103,14 @@ def test_a_segfaulting_import_is_a_result_pinned_to_its_module(messy_report):
     assert "string_at" in finding["evidence"]["output"]
     modules = {m["module"]: m for m in messy_report["data"]["facts"]["imports"]["modules"]}
     assert modules["imports_fine"]["status"] == modules["numpy"]["status"] == "ok"  # the crash cost only its own module
+
+
+@pytest.mark.slow
+def test_an_import_that_kills_its_parent_is_a_crash_of_its_own_and_the_report_is_written(messy_report):
+    """Its parent is the intermediary, not the doctor: the doctor lives to name the package."""
+    finding = failures(messy_report["data"])["kills_its_parent"]
+    assert (finding["severity"], finding["evidence"]["distribution"], finding["evidence"]["kind"]) == ("error", "kills-its-parent", "crashed")
+    assert "SIGKILL" in finding["title"]
 
 
 @pytest.mark.slow

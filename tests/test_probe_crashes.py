@@ -49,6 +49,7 @@ ABORT = "import ctypes\nctypes.CDLL(None).abort()\n"
 DEADLOCK = "import threading\nlock = threading.Lock()\nlock.acquire()\nlock.acquire()\n"
 RAISES = "raise RuntimeError('planted: the native library could not be loaded')\n"
 CIRCULAR = "import cyclepkg\n"
+KILLS_ITS_PARENT = "import os, signal, time\nos.kill(os.getppid(), signal.SIGKILL)\ntime.sleep(30)\n"
 
 
 def plant(folder: Path, trigger: str, payload: str) -> dict:
@@ -137,6 +138,13 @@ def test_illegal_instruction_is_a_sigill_crash(tmp_path):
     assert stage.crash["frames"][0]["line"] == 4
 
 
+def test_a_stage_that_kills_its_parent_is_a_crash_of_that_stage_and_the_doctor_lives(tmp_path):
+    """The ladder's parent is its intermediary, not the doctor: the stage is killed by SIGKILL with it."""
+    result = ladder_until(plant(tmp_path, "numpy", KILLS_ITS_PARENT), "import_numpy")
+    stage = result.stage("import_numpy")
+    assert (stage.status.value, stage.crash["signal"]) == ("crashed", "SIGKILL")
+
+
 def test_abort_is_a_sigabrt_crash_with_its_meaning(tmp_path):
     probe = ladder_until(plant(tmp_path, "numpy", ABORT), "import_numpy").to_json()
     stage = probe["stages"][1]
@@ -185,14 +193,14 @@ def test_ctrl_c_during_a_hung_stage_ends_the_ladder_and_skips_bisection(tmp_path
     environ = {**plant(tmp_path / "plant", "numpy", DEADLOCK), "NO_COLOR": "1"}
     doctor = subprocess.Popen([sys.executable, "-m", "envdoctor", "check", "--only", "probe", "--no-save", "--probe-timeout", "120"], env=environ, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=interruptible)
     progress = read_until(doctor.stderr, "probe: import numpy … ")
-    ladder = [p for p in psutil.Process(doctor.pid).children() if command_line(p)[:3] == [sys.executable, "-X", "faulthandler"]]
+    ladder = [p for p in psutil.Process(doctor.pid).children(recursive=True) if command_line(p)[:3] == [sys.executable, "-X", "faulthandler"]]  # under its intermediary
     assert len(ladder) == 1, progress
     doctor.send_signal(signal.SIGINT)
     _, rest = doctor.communicate(timeout=300)
     stderr = progress + rest.decode()
     assert "hung" not in stderr and "bisecting" not in stderr, stderr  # the stage never reached its 60 s limit
     assert "Traceback" not in stderr and doctor.returncode not in (0, 1), stderr
-    assert not ladder[0].is_running()
+    assert not ladder[0].is_running() or ladder[0].status() == psutil.STATUS_ZOMBIE  # ended; orphaned with its intermediary, init may not reap it
 
 
 @pytest.mark.slow

@@ -67,3 +67,29 @@ def test_a_password_printed_by_the_command_never_reaches_the_crash_report(tmp_pa
     saved = [p for p in tmp_path.iterdir() if p.suffix in (".json", ".md")]
     assert saved and all("hunter2xyz" not in p.read_text() for p in saved)
     assert "hunter2xyz" in run.stdout  # the command's own output passes through untouched
+
+
+# --- the home directory: `~` only where a path begins with it -----------------------------------------
+
+HOMES = ("/root", "/home/al", "/home/al.b", "/u/x-1")
+# Folders that hold the home's text inside them: neither they nor anything under them is the home.
+AROUND = ("/opt/rh/devtoolset-9", "/srv", "/usr/local", "/data/x", "/tmp/a.b")
+BEYOND = ("", "/usr/bin/g++", "/bin", "/a b/c")
+CONTEXTS = ("{}", "PATH={}:/usr/bin", "/usr/bin:{}", "cd {} && make", "'{}'", '"{}"', "--prefix={}", "({})")
+STARTS = ("{}", "PATH={}:/usr/bin", "/usr/bin:{}", "cd {} && make", '"{}"', "--prefix={}")
+
+
+def generated_paths():
+    for home in HOMES:
+        for inner in (around + home + beyond for around in AROUND for beyond in BEYOND):
+            for context in CONTEXTS:
+                yield home, context.format(inner), context.format(inner)
+        for beyond in BEYOND[1:]:
+            for context in STARTS:
+                yield home, context.format(home + beyond), context.format("~" + beyond)
+        yield home, home + "x/y", home + "x/y"  # another folder whose name begins with the home's
+
+
+def test_only_paths_that_begin_with_home_change_and_only_their_start():
+    wrong = [(home, text, scrub(text, [], home), expected) for home, text, expected in generated_paths() if scrub(text, [], home) != expected]
+    assert wrong == []

@@ -194,3 +194,20 @@ def test_gdb_missing_is_a_clear_usage_error(envdoctor, tmp_path):
     result = envdoctor("run", "--gdb", "--", PY, "-c", "pass", env={"PATH": str(tmp_path)}, child=True)
     assert result.returncode == 2, result
     assert "--gdb needs gdb, which is not installed" in result.stderr
+
+
+USER_SITECUSTOMIZE = "import os\nopen(os.environ['COUNTED'], 'a').write('ran\\n')\nraise ValueError('boom')\n"
+
+
+def test_the_users_failing_sitecustomize_runs_once_and_speaks_as_without_envdoctor(envdoctor, tmp_path):
+    (tmp_path / "site").mkdir()
+    (tmp_path / "site" / "sitecustomize.py").write_text(USER_SITECUSTOMIZE)
+    # The user's folder goes after whatever PYTHONPATH the program is given (under run, the hook's folder).
+    program = ["sh", "-c", f'PYTHONPATH="${{PYTHONPATH:+$PYTHONPATH:}}{tmp_path / "site"}" COUNTED="$0" exec {PY} -c "print(\'trained\')"']
+    plain = subprocess.run([*program, str(tmp_path / "plain")], capture_output=True, text=True)
+    result = envdoctor("run", "--", *program, str(tmp_path / "counted"), child=True)
+    assert result.returncode == 0, result
+    assert result.stdout == plain.stdout == "trained\n"
+    assert result.stderr.startswith(plain.stderr) and plain.stderr == "Error in sitecustomize; set PYTHONVERBOSE for traceback:\nValueError: boom\n"
+    assert "Traceback" not in result.stderr
+    assert (tmp_path / "counted").read_text() == "ran\n"

@@ -104,15 +104,15 @@ def end_left_behind(process: Child) -> List[dict]:
     return [{**record, "ended_by": "SIGKILL" if record["pid"] in stubborn else "SIGTERM"} for record in records]
 
 
-def inferior_pid(process: subprocess.Popen, under_gdb: bool) -> int:
+def inferior_pid(process: Child, under_gdb: bool) -> int:
     """The process that runs the user's program: the command itself, or gdb's child."""
     if not under_gdb:
-        return process.pid
+        return process.program_pid
     try:
-        children = psutil.Process(process.pid).children()
+        children = psutil.Process(process.program_pid).children()
     except psutil.Error:
         children = []
-    return children[0].pid if children else process.pid
+    return children[0].pid if children else process.program_pid
 
 
 class Supervisor:
@@ -135,7 +135,7 @@ class Supervisor:
         ]
         for thread in pumps:
             thread.start()
-        self.seen.sampler = TreeSampler(self.process.pid, started, self.settings.sample_interval)
+        self.seen.sampler = TreeSampler(self.process.program_pid, started, self.settings.sample_interval)
         self.seen.gpu = GpuSampler(started, self.settings.sample_interval)
         self.seen.sampler.start()
         self.seen.gpu.start()

@@ -20,7 +20,10 @@ NO_SWAP_NOTE_BELOW_BYTES = 32 * 2 ** 30
 
 @check("memory.shm-small", "/dev/shm too small for DataLoader workers", requires=("memory",))
 def shm_small(facts: Mapping[str, Any]) -> Iterable[Finding]:
-    size = view_of(facts, MemoryView).shm_total_bytes
+    memory = view_of(facts, MemoryView)
+    size = memory.shm_total_bytes
+    if size is None and memory.shm_unreadable:
+        yield shm_missing(memory.shm_unreadable)
     if size is None or size >= SHM_SMALL_BYTES:
         return
     yield Finding(
@@ -36,6 +39,27 @@ def shm_small(facts: Mapping[str, Any]) -> Iterable[Finding]:
         remedies=(
             Remedy("Start the container with more shared memory:", "docker run --shm-size=8g ..."),
             Remedy("or share the host's IPC namespace:", "docker run --ipc=host ..."),
+            Remedy("or load data in the main process:", "DataLoader(..., num_workers=0)", PYTHON),
+        ),
+        references=("https://github.com/pytorch/pytorch#docker-image",),
+    )
+
+
+def shm_missing(why: str) -> Finding:
+    """No /dev/shm at all: the smallest segment there is."""
+    return Finding(
+        id="memory.shm-small",
+        severity=Severity.WARNING,
+        title=f"/dev/shm cannot be used ({why}): DataLoader workers cannot share tensors",
+        explanation=(
+            "PyTorch passes tensors between worker processes through shared memory in /dev/shm. Without it, "
+            "torch.multiprocessing fails with \"unable to open shared memory object\" as soon as a worker "
+            "sends a batch."
+        ),
+        evidence={"shm_total_bytes": None, "shm_unreadable": why},
+        remedies=(
+            Remedy("Start the container with shared memory:", "docker run --shm-size=8g ..."),
+            Remedy("or mount it here:", "sudo mkdir -p /dev/shm && sudo mount -t tmpfs -o size=8g tmpfs /dev/shm"),
             Remedy("or load data in the main process:", "DataLoader(..., num_workers=0)", PYTHON),
         ),
         references=("https://github.com/pytorch/pytorch#docker-image",),

@@ -11,7 +11,7 @@ import shlex
 import sys
 from dataclasses import replace
 from pathlib import Path
-from typing import Optional
+from typing import Mapping, Optional
 
 import click
 
@@ -21,6 +21,7 @@ from envdoctor.cli.check import DEFAULT_REPORT_DIR
 from envdoctor.cli.helptext import epilog
 from envdoctor.cli.options import STDOUT, resolve_python, write_output
 from envdoctor.errors import UsageError
+from envdoctor.facts import UnusableFacts
 from envdoctor.fix import apply as applying
 from envdoctor.fix import installer as installers
 from envdoctor.fix import record as records
@@ -47,7 +48,10 @@ def read_facts(action: str, python: Optional[str], from_report: Optional[str]) -
     """(facts, interpreter): collected now, or as recorded in a report."""
     if from_report:
         report = engine.read_report(Path(from_report))
-        return report.facts, report.facts.get("target", {}).get("python", {}).get("executable") or report.target_python
+        target = report.facts.get("target")
+        recorded = target.get("python") if isinstance(target, Mapping) else None
+        executable = recorded.get("executable") if isinstance(recorded, Mapping) else None
+        return report.facts, executable if isinstance(executable, str) and executable else report.target_python
     target = resolve_python(python)
     return gather(target, SECTIONS[action]), target
 
@@ -58,6 +62,16 @@ def release_index(wheels: Optional[str], offline: bool) -> ReleaseIndex:
             raise UsageError(f"--wheels {wheels}: not a folder")
         return WheelFolder(Path(wheels))
     return OFFLINE if offline else PyPIJson()
+
+
+def planned(action, facts, python, installer_name, request, index: ReleaseIndex, from_report: Optional[str], offline: bool) -> tuple:
+    """`make_plan`; facts of a recorded report that no plan can read are a usage error naming the report."""
+    try:
+        return make_plan(action, facts, python, installer_name, request, index, live=not (from_report or offline))
+    except UnusableFacts as error:
+        if not from_report:
+            raise
+        raise UsageError(f"{from_report}: {error}; plan from a report of this envdoctor's own, or without --from") from None
 
 
 def make_plan(action, facts, python, installer_name, request, index: ReleaseIndex, live: bool) -> tuple:
@@ -165,7 +179,7 @@ def fix(pin_cuda, torch_version, with_packages, mixed_wheels, threads, rollback,
         raise UsageError("--threads changes no files; apply it with: eval \"$(envdoctor fix --threads --format sh)\"")
     facts, target = read_facts(action, python, from_report)
     request = Request(pin_cuda or "", torch_version, tuple(with_packages), force)
-    plan, installer = make_plan(action, facts, target, installer_name, request, release_index(wheels, offline), live=not (from_report or offline))
+    plan, installer = planned(action, facts, target, installer_name, request, release_index(wheels, offline), from_report, offline)
     if fmt == "text" and json_out != STDOUT:
         click.echo(PlanRenderer(plan).terminal(), nl=False)
     if not do_apply:

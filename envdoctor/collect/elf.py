@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import BinaryIO, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple
 
 from envdoctor import host
+from envdoctor.files import open_regular
 
 MAGIC = b"\x7fELF"
 SHT_DYNAMIC = 6
@@ -25,11 +26,17 @@ SHT_GNU_VERNEED = 0x6FFFFFFE
 DT_NULL, DT_NEEDED, DT_RPATH, DT_RUNPATH = 0, 1, 15, 29
 MAX_SECTIONS = 4096  # real objects have tens; a corrupt count must not make us read gigabytes
 MAX_SECTION_BYTES = 8 * 2**20  # .dynstr of libtorch_cpu.so is about 6 MiB
-MAX_ENTRIES = 20000
+MAX_OBJECT_BYTES = 32 * 2**20  # all that is read of one object: its few version and dynamic sections
+MAX_ENTRIES = 20000  # version entries, names and dynamic entries of one object, all chains together
+MAX_NAME_BYTES = 4096  # a version or library name; a string table without its ends is not scanned to its end
 
 
 class NotElf(Exception):
     """The file is not an ELF object this reader understands, or it is truncated or corrupt."""
+
+
+class TooLarge(NotElf):
+    """The object asks for more than this reader reads of one file: its cost stays linear and bounded."""
 
 
 @dataclass
@@ -56,6 +63,9 @@ class Reader:
 
     def __init__(self, stream: BinaryIO):
         self.stream = stream
+        self.bytes_left = MAX_OBJECT_BYTES
+        self.entries_left = MAX_ENTRIES
+        self.read_sections: Dict[Tuple[int, int], bytes] = {}
         ident = self.read_at(0, 16)
         if ident[:4] != MAGIC or ident[4] not in (1, 2) or ident[5] not in (1, 2):
             raise NotElf("no ELF header")
@@ -63,6 +73,9 @@ class Reader:
         self.order = "<" if ident[5] == 1 else ">"
 
     def read_at(self, offset: int, size: int) -> bytes:
+        if size > self.bytes_left:
+            raise TooLarge(f"more than {MAX_OBJECT_BYTES // 2**20} MiB of version and dynamic sections")
+        self.bytes_left -= size
         self.stream.seek(offset)
         data = self.stream.read(size)
         if len(data) != size:
@@ -96,15 +109,25 @@ class Reader:
         return found
 
     def contents(self, section: Section) -> bytes:
-        if section.size > MAX_SECTION_BYTES:
-            raise NotElf("section larger than this reader reads")
-        return self.read_at(section.offset, section.size)
+        """A section's bytes, each section read once however many others link to it."""
+        key = (section.offset, section.size)
+        if key not in self.read_sections:
+            if section.size > MAX_SECTION_BYTES:
+                raise TooLarge(f"a section of {section.size} bytes, more than the {MAX_SECTION_BYTES // 2**20} MiB this reader reads")
+            self.read_sections[key] = self.read_at(section.offset, section.size)
+        return self.read_sections[key]
+
+    def entry(self) -> None:
+        """Count one entry against the object's budget."""
+        self.entries_left -= 1
+        if self.entries_left < 0:
+            raise TooLarge(f"more than {MAX_ENTRIES} version and dynamic entries")
 
 
 def c_string(table: bytes, offset: int) -> str:
-    end = table.find(b"\x00", offset)
+    end = table.find(b"\x00", offset, offset + MAX_NAME_BYTES)
     if offset >= len(table) or end < 0:
-        raise NotElf("string outside its table")
+        raise NotElf("string outside its table or longer than any name")
     return table[offset:end].decode("utf-8", "replace")
 
 
@@ -114,10 +137,12 @@ def linked_strings(reader: Reader, sections: List[Section], section: Section) ->
     return reader.contents(sections[section.link])
 
 
-def chain(start: int, step_at, limit: int = MAX_ENTRIES):
-    """Offsets of a linked list whose entries give the distance to the next (0 ends it)."""
+def chain(reader: Reader, start: int, step_at, limit: int = MAX_ENTRIES):
+    """Offsets of a linked list whose entries give the distance to the next (0 ends it), each counted
+    against the object's entry budget."""
     offset = start
     for _ in range(limit):
+        reader.entry()
         yield offset
         step = step_at(offset)
         if step == 0:
@@ -129,11 +154,11 @@ def chain(start: int, step_at, limit: int = MAX_ENTRIES):
 def version_needs(reader: Reader, sections: List[Section], section: Section) -> Dict[str, List[str]]:
     data, strings = reader.contents(section), linked_strings(reader, sections, section)
     needs: Dict[str, List[str]] = {}
-    for entry in chain(0, lambda at: reader.unpack("HHIII", data, at)[4]):
+    for entry in chain(reader, 0, lambda at: reader.unpack("HHIII", data, at)[4]):
         _, count, file_name, aux, _ = reader.unpack("HHIII", data, entry)
         names = needs.setdefault(c_string(strings, file_name), [])
         if count:
-            for item in chain(entry + aux, lambda at: reader.unpack("IHHII", data, at)[4], count):
+            for item in chain(reader, entry + aux, lambda at: reader.unpack("IHHII", data, at)[4], count):
                 names.append(c_string(strings, reader.unpack("IHHII", data, item)[3]))
     return needs
 
@@ -141,7 +166,7 @@ def version_needs(reader: Reader, sections: List[Section], section: Section) -> 
 def version_definitions(reader: Reader, sections: List[Section], section: Section) -> List[str]:
     data, strings = reader.contents(section), linked_strings(reader, sections, section)
     names = []
-    for entry in chain(0, lambda at: reader.unpack("HHHHIII", data, at)[6]):
+    for entry in chain(reader, 0, lambda at: reader.unpack("HHHHIII", data, at)[6]):
         _, flags, _, count, _, aux, _ = reader.unpack("HHHHIII", data, entry)
         if count and not flags & 1:  # VER_FLG_BASE names the file itself, not a version
             names.append(c_string(strings, reader.unpack("II", data, entry + aux)[0]))
@@ -153,6 +178,7 @@ def dynamic_entries(reader: Reader, sections: List[Section], section: Section) -
     layout, size = ("qQ", 16) if reader.wide else ("iI", 8)
     entries = []
     for offset in range(0, min(len(data), MAX_ENTRIES * size) - size + 1, size):
+        reader.entry()
         tag, value = reader.unpack(layout, data, offset)
         if tag == DT_NULL:
             break
@@ -161,23 +187,31 @@ def dynamic_entries(reader: Reader, sections: List[Section], section: Section) -
     return entries
 
 
+def read_object(path: str) -> ElfVersions:
+    """The versions and search paths of the ELF object at `path`, read in time and memory linear in
+    what it reads and never more than its bounds; OSError (a FIFO or a device is refused before a
+    byte is read), NotElf, or TooLarge past a bound."""
+    with open_regular(path) as stream:
+        reader = Reader(stream)
+        sections = reader.sections()
+        found = ElfVersions()
+        for section in sections:
+            if section.type == SHT_GNU_VERNEED:
+                found.needs.update(version_needs(reader, sections, section))
+            elif section.type == SHT_GNU_VERDEF:
+                found.defines.extend(version_definitions(reader, sections, section))
+            elif section.type == SHT_DYNAMIC:
+                for tag, text in dynamic_entries(reader, sections, section):
+                    target = {DT_NEEDED: found.needed, DT_RPATH: found.rpath, DT_RUNPATH: found.runpath}[tag]
+                    target.extend([text] if tag == DT_NEEDED else [p for p in text.split(":") if p])
+        return found
+
+
 def read_versions(path: str) -> Optional[ElfVersions]:
-    """The versions and search paths of the ELF object at `path`; None when it is not one or is corrupt."""
+    """The versions and search paths of the ELF object at `path`; None when it is not one, is corrupt,
+    is beyond the reader's bounds, or is no regular file."""
     try:
-        with open(path, "rb") as stream:
-            reader = Reader(stream)
-            sections = reader.sections()
-            found = ElfVersions()
-            for section in sections:
-                if section.type == SHT_GNU_VERNEED:
-                    found.needs.update(version_needs(reader, sections, section))
-                elif section.type == SHT_GNU_VERDEF:
-                    found.defines.extend(version_definitions(reader, sections, section))
-                elif section.type == SHT_DYNAMIC:
-                    for tag, text in dynamic_entries(reader, sections, section):
-                        target = {DT_NEEDED: found.needed, DT_RPATH: found.rpath, DT_RUNPATH: found.runpath}[tag]
-                        target.extend([text] if tag == DT_NEEDED else [p for p in text.split(":") if p])
-            return found
+        return read_object(path)
     except (OSError, NotElf):
         return None
 
@@ -250,14 +284,21 @@ def shared_objects(folders: Iterable[str]) -> Iterator[str]:
 
 
 def runtime_requirements(folders: Sequence[str], relative_to: str) -> dict:
-    """The highest GLIBCXX_/CXXABI_ versions each extension needs from libstdc++.so.6, neediest first."""
-    needing, read, truncated = [], 0, None
+    """The highest GLIBCXX_/CXXABI_ versions each extension needs from libstdc++.so.6, neediest first;
+    objects beyond the reader's bounds are counted and the first one named, in one line."""
+    needing, read, truncated, beyond = [], 0, None, []
     for path in shared_objects(folders):
         if read >= MAX_OBJECTS_READ:
             truncated = f"read {MAX_OBJECTS_READ} shared objects, the most this reads"
             break
         read += 1
-        versions = read_versions(path)
+        try:
+            versions: Optional[ElfVersions] = read_object(path)
+        except TooLarge as error:
+            beyond.append(f"{os.path.relpath(path, relative_to)}: {error}")
+            versions = None
+        except (OSError, NotElf):
+            versions = None
         wanted = versions.needs.get(CXX_RUNTIME) if versions else None
         if wanted:
             needs = {label.lower(): highest(wanted, label) for label in RUNTIME_LABELS}
@@ -265,6 +306,9 @@ def runtime_requirements(folders: Sequence[str], relative_to: str) -> dict:
     needing.sort(key=lambda r: (version_key(r["glibcxx"]), version_key(r["cxxabi"])), reverse=True)
     if len(needing) > MAX_REQUIREMENTS_KEPT:
         truncated = (truncated + "; " if truncated else "") + f"kept the {MAX_REQUIREMENTS_KEPT} neediest of {len(needing)}"
+    if beyond:
+        others = f" and {len(beyond) - 1} more" if len(beyond) > 1 else ""
+        truncated = (truncated + "; " if truncated else "") + f"not read, beyond this reader's bounds: {beyond[0]}{others}"
     return {"objects_read": read, "requirements": needing[:MAX_REQUIREMENTS_KEPT], "truncated": truncated}
 
 

@@ -130,6 +130,15 @@ def run_batch(python: str, names: Sequence[str], environ: Mapping[str, str], lim
     settled = dict(reader.ended)
     if reader.running is not None:
         settled[reader.running] = died_result(child, reader.output_text())
+    elif child.signal_name and settled:
+        # Killed between imports: the kill may come from what the last import did (a package that
+        # kills its parent, the intermediary, gets its death signal a moment after its import
+        # returned). First in its child it is blamed; otherwise it is run again first in a new one.
+        last = list(settled)[-1]
+        if last == names[0]:
+            settled[last] = died_result(child, settled[last].get("output", ""))
+        else:
+            del settled[last]
     if not settled:  # it died before its first import: the interpreter's start failed, no module did
         raise CollectorError(f"the import child under {python} {child.describe()} before importing {names[0]}: {child.stdout.strip()[-300:]}")
     return settled, [name for name in names if name not in settled]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 from typing import Optional, Tuple
 
 from envdoctor import host
@@ -20,13 +21,14 @@ def meminfo_bytes(text: Optional[str]) -> dict:
     return values
 
 
-def shm_bytes() -> Tuple[Optional[int], Optional[int]]:
-    """The size of /dev/shm and how much of it is free."""
+def shm_bytes() -> Tuple[Optional[int], Optional[int], Optional[str]]:
+    """The size of /dev/shm, how much of it is free, and on Linux, where it should be, why it could not
+    be measured (a container started without it has none)."""
     try:
         stat = os.statvfs(host.path("/dev/shm"))
-    except OSError:
-        return None, None
-    return stat.f_frsize * stat.f_blocks, stat.f_frsize * stat.f_bavail
+    except OSError as error:
+        return None, None, (error.strerror or str(error)) if sys.platform.startswith("linux") else None
+    return stat.f_frsize * stat.f_blocks, stat.f_frsize * stat.f_bavail, None
 
 
 def portable_memory() -> tuple:
@@ -46,11 +48,14 @@ def collect(ctx) -> dict:
         swap_total = meminfo.get("SwapTotal", 0)
     else:  # no /proc/meminfo: macOS, Windows
         ram_total, ram_available, swap_total = portable_memory()
-    shm_total, shm_free = shm_bytes()
-    return {
+    shm_total, shm_free, shm_unreadable = shm_bytes()
+    found = {
         "ram_total_bytes": ram_total,
         "ram_available_bytes": ram_available,
         "swap_total_bytes": swap_total,
         "shm_total_bytes": shm_total,
         "shm_free_bytes": shm_free,
     }
+    if shm_unreadable:
+        found["shm_unreadable"] = shm_unreadable
+    return found

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping, Optional, Union
 
-from envdoctor.facts import Unrecorded, shaped, whole
+from envdoctor.facts import Unrecorded, expect, shaped, whole
 
 
 @dataclass(frozen=True)
@@ -17,6 +17,7 @@ class MemoryView:
     ram_available_bytes: Optional[int] = None
     swap_total_bytes: Optional[int] = None
     shm_total_bytes: Optional[int] = None
+    shm_unreadable: Optional[str] = None  # why /dev/shm could not be measured on Linux: "No such file or directory"
 
     @classmethod
     def from_json(cls, section: Mapping[str, Any]) -> Union["MemoryView", Unrecorded]:
@@ -25,4 +26,5 @@ class MemoryView:
             ram_available_bytes=whole(section.get("ram_available_bytes")),
             swap_total_bytes=whole(section.get("swap_total_bytes")),
             shm_total_bytes=whole(section.get("shm_total_bytes")),
+            shm_unreadable=expect(section.get("shm_unreadable"), (str, type(None))),
         ))

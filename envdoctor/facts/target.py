@@ -172,15 +172,16 @@ class TargetView:
     def marker_environment(self) -> Dict[str, str]:
         """PEP 508 marker values of this interpreter, so its requirements are read as pip reads them."""
         environment = dict(default_environment())
-        info = self.python.get("version_info") or []
-        if len(info) >= 2:
+        text = {key: value for key, value in self.python.items() if isinstance(value, str) and value}  # a recorded non-text says nothing
+        info = self.python.get("version_info")
+        if isinstance(info, list) and len(info) >= 2:
             environment["python_version"] = f"{info[0]}.{info[1]}"
-            environment["python_full_version"] = self.python.get("version", environment["python_full_version"])
-        platform = self.python.get("platform", "")
+            environment["python_full_version"] = text.get("version", environment["python_full_version"])
+        platform = text.get("platform")
         if platform:
             environment["sys_platform"] = platform
             environment["platform_system"] = PLATFORM_SYSTEMS.get(platform, platform)
-        if self.python.get("machine"):
-            environment["platform_machine"] = self.python["machine"]
+        if text.get("machine"):
+            environment["platform_machine"] = text["machine"]
         environment["extra"] = ""
         return environment

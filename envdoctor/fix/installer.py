@@ -53,7 +53,8 @@ class Installer:
 
 def choose(target_facts: Mapping, python: str, requested: Optional[str]) -> Installer:
     """The installer to use for `python`: the requested one if the target has it, else pip, else uv."""
-    installers = target_facts.get("installers", {})
+    installers = target_facts.get("installers")
+    installers = installers if isinstance(installers, Mapping) else {}  # a recorded report's other shapes name none
     available = {"pip": bool(installers.get("pip")), "uv": bool(installers.get("uv"))}
     if requested:
         if not available[requested]:

@@ -193,6 +193,8 @@ def load(path: Path) -> Policy:
         raise refusal(path, "not UTF-8 text") from None
     except tomllib.TOMLDecodeError as error:
         raise refusal(path, f"not valid TOML: {error}") from None
+    except RecursionError:
+        raise refusal(path, "nested deeper than any policy") from None
     except Invalid as error:
         raise refusal(path, str(error)) from None
     except UsageError as error:

@@ -28,7 +28,11 @@ SAVED_WITH = (("python", "Python"), ("stable_baselines3", "SB3"), ("torch", "tor
 def saved_with(model: Mapping[str, Any]) -> str:
     info = model["system_info"]
     parts = [f"{label} {info[key]}" for key, label in SAVED_WITH if info.get(key)]
-    return " · ".join(parts) if parts else "no system_info.txt (SB3 older than 1.2?)"
+    if parts:
+        return " · ".join(parts)
+    if info.get("unrecognised"):
+        return f"system_info.txt unrecognised ({info['unrecognised']})"
+    return "no system_info.txt (SB3 older than 1.2?)"
 
 
 def producer_line(model: Mapping[str, Any]) -> str:

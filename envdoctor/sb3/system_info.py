@@ -3,7 +3,8 @@
 Lines look like `- Python: 3.11.7`; the Python line is the most precise statement of the producing
 interpreter (docs/knowledge/sb3-model-files.md §3b), so it is kept only when it has the shape of a real CPython version
 (`platform.python_version()`: 2.0–2.7 or 3.0–3.30, a micro, maybe a pre-release or `+`). Anything else
-is recorded under `python_unrecognised` and never names the producer.
+is recorded under `python_unrecognised` and never names the producer. A file without a single line SB3
+writes is recorded as `unrecognised`, so it is told apart from a model that has none.
 """
 
 from __future__ import annotations
@@ -41,4 +42,6 @@ def parse(text: Optional[str]) -> Dict[str, str]:
             found[KEYS.get(label.strip().lower(), label.strip().lower())] = value.strip()
     if "python" in found and not python_version(found["python"]):
         found["python_unrecognised"] = found.pop("python")
+    if text is not None and not any(key in found for key in (*KEYS.values(), "python_unrecognised")):
+        found["unrecognised"] = f"{len(text)} characters, none of them a line SB3 writes"
     return found

@@ -92,10 +92,19 @@ def step_aside():
         module = importlib.util.module_from_spec(spec)
         sys.modules["sitecustomize"] = module
         spec.loader.exec_module(module)
-    except Exception:
-        import traceback
+    except Exception as error:
+        said_as_site_says(error)
 
-        traceback.print_exc()  # as site.py reports an error in a sitecustomize
+
+def said_as_site_says(error):
+    """An error of the user's sitecustomize, told as site.py tells it without envdoctor: nothing for a
+    missing module of that name, one line (the traceback under -v) for anything else."""
+    if isinstance(error, ImportError) and error.name == "sitecustomize":
+        return
+    if sys.flags.verbose:
+        sys.excepthook(type(error), error, error.__traceback__)
+    else:
+        sys.stderr.write("Error in sitecustomize; set PYTHONVERBOSE for traceback:\n%s: %s\n" % (error.__class__.__name__, error))
 
 
 def record_ending(fd):

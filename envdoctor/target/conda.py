@@ -9,10 +9,12 @@ libraries of the CUDA, BLAS/OpenMP and C++-runtime packages and the Python distr
 package put in site-packages.
 """
 
+import errno
 import json
 import os
 import re
 import shutil
+import stat
 import sys
 
 MAX_RECORDS = 3000
@@ -32,6 +34,21 @@ PYTHON_DIST = re.compile(r"^(.*site-packages/[^/]+\.(dist-info|egg-info))(/|$)")
 RUNTIME = re.compile(r"^(libgomp|libiomp5|libomp|libopenblas|libmkl_[a-z_]+|libgfortran)[-.]")
 MANAGERS = ("conda", "mamba", "micromamba")
 
+
+
+def open_regular(path):
+    """`path` opened for reading in binary if it is a regular file, OSError otherwise: a FIFO would
+    block the open until a writer comes, a device would never end (the doctor's envdoctor/files.py
+    does the same; this script cannot import it)."""
+    descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0))
+    try:
+        if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+            raise OSError(errno.EINVAL, "not a regular file", path)
+        os.set_blocking(descriptor, True)
+    except BaseException:
+        os.close(descriptor)
+        raise
+    return os.fdopen(descriptor, "rb")
 
 def channel_name(channel):
     """ "https://conda.anaconda.org/conda-forge/linux-64" -> "conda-forge"; a bare name stays as it is."""
@@ -86,7 +103,7 @@ def summary(data):
 
 
 def read_record(path, size):
-    with open(path, "rb") as stream:
+    with open_regular(path) as stream:
         data = json.loads(stream.read(size).decode("utf-8", "replace"))
     if not isinstance(data, dict) or not data.get("name"):
         raise ValueError("not a package record")

@@ -7,12 +7,15 @@ torch/version.py as text.
 
 import email.parser
 import email.policy
+import errno
+import io
 import json
 import os
 import platform
 import re
 import shutil
 import site
+import stat
 import sys
 import sysconfig
 
@@ -23,6 +26,21 @@ CHUNK = 2 ** 16
 
 SEPARATORS = re.compile(r"[-_.]+")
 
+
+
+def open_regular(path):
+    """`path` opened for reading in binary if it is a regular file, OSError otherwise: a FIFO would
+    block the open until a writer comes, a device would never end (the doctor's envdoctor/files.py
+    does the same; this script cannot import it)."""
+    descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0))
+    try:
+        if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+            raise OSError(errno.EINVAL, "not a regular file", path)
+        os.set_blocking(descriptor, True)
+    except BaseException:
+        os.close(descriptor)
+        raise
+    return os.fdopen(descriptor, "rb")
 
 def normalize(name):
     return SEPARATORS.sub("-", name).lower()
@@ -51,7 +69,7 @@ def header_values(message, name):
 def read_headers(path):
     """Name, Version, Requires-Dist and Provides-Extra, parsed as importlib.metadata parses them
     (the email parser, compat32 policy): folded headers, whitespace-only continuation lines included."""
-    with open(path, encoding="utf-8", errors="replace") as stream:
+    with io.TextIOWrapper(open_regular(path), encoding="utf-8", errors="replace") as stream:
         message = email.parser.HeaderParser(policy=email.policy.compat32).parsestr(header_block(stream))
     headers = {"requires": header_values(message, "Requires-Dist"), "extras": header_values(message, "Provides-Extra")}
     for key in ("Name", "Version"):
@@ -74,7 +92,7 @@ def egg_info_requirement(line, section):
 def read_egg_info_requires(folder):
     """(requirements, extras) from an .egg-info folder's requires.txt, where egg-info keeps them."""
     try:
-        with open(os.path.join(folder, "requires.txt"), encoding="utf-8", errors="replace") as stream:
+        with io.TextIOWrapper(open_regular(os.path.join(folder, "requires.txt")), encoding="utf-8", errors="replace") as stream:
             lines = stream.read(HEADER_LIMIT).splitlines()
     except OSError:
         return [], []
@@ -151,8 +169,8 @@ def read_torch_build(distributions):
             continue
         path = os.path.join(dist["location"], "torch", "version.py")
         try:
-            with open(path, encoding="utf-8") as stream:
-                text = stream.read()
+            with io.TextIOWrapper(open_regular(path), encoding="utf-8") as stream:
+                text = stream.read(HEADER_LIMIT)
         except OSError:
             return None
         fields = {}
