@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 
 from envdoctor import engine
-from envdoctor.capture import stacks
-from envdoctor.checks.run import crashed_finding
 from envdoctor.capture.render import frame_lines
+from envdoctor.checks.run import crashed_finding
+from envdoctor.crash import stacks
 from envdoctor.model import PYTHON, CheckRun, CheckStatus, Finding, Remedy, Report, Severity
 from envdoctor.render import json as json_renderer
 from envdoctor.render import markdown, terminal

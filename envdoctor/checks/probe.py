@@ -11,9 +11,9 @@ import os
 import shlex
 from typing import Any, Iterable, Mapping, Optional, Sequence, Tuple
 
-from envdoctor.capture import stacks
 from envdoctor.checks import check
 from envdoctor.checks.imports import inside, location_of, shadow_remedies, shadowing_path
+from envdoctor.crash import stacks
 from envdoctor.facts import view_of
 from envdoctor.facts.probe import probe_of
 from envdoctor.facts.target import TargetView

@@ -11,7 +11,7 @@ import click
 
 from envdoctor.capture import record
 from envdoctor.capture.bisect import bisect_run
-from envdoctor.capture.describe import aftermath
+from envdoctor.facts.run_describe import aftermath
 from envdoctor.capture.render import CrashRenderer, one_line
 from envdoctor.capture.report import EnvironmentFacts, crash_report, save
 from envdoctor.capture.session import run_command

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from typing import Any, Iterable, List, Mapping, Sequence, Tuple
 
-from envdoctor.capture import stacks
+from envdoctor.crash import stacks
 from envdoctor.diagnosis import link
 from envdoctor.diagnosis.evidence import all_of, cause, first, run_failed, signal_name, symptom
 from envdoctor.failures import classify_exception
