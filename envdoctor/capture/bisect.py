@@ -36,8 +36,9 @@ from envdoctor.capture import opened
 from envdoctor.capture.gpu import DEVICE_NODES
 from envdoctor.capture.supervise import child_environment
 from envdoctor.capture.tail import Tail
+from envdoctor.cpus import workers
 from envdoctor.crash import signals
-from envdoctor.probe.bisection import VARIATIONS, Variation, workers
+from envdoctor.probe.variations import VARIATIONS, Variation
 from envdoctor.words import plural
 
 BOUND_MARGIN_S = 5.0

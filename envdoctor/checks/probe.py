@@ -18,8 +18,8 @@ from envdoctor.facts import view_of
 from envdoctor.facts.probe import probe_of
 from envdoctor.facts.target import TargetView
 from envdoctor.model import Finding, Remedy, Severity
-from envdoctor.probe.bisection import BY_NAME
 from envdoctor.probe.result import Ending, ProbeResult, StageResult, StageStatus
+from envdoctor.probe.variations import BY_NAME
 
 IMPORT_STAGES = ("import_numpy", "import_torch", "import_gymnasium", "import_sb3", "import_sb3_contrib")
 SIGNAL_MEANINGS = {

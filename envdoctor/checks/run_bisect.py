@@ -15,7 +15,7 @@ from envdoctor.checks.probe import bisection_finding
 from envdoctor.facts import view_of
 from envdoctor.facts.run import RunView
 from envdoctor.model import Finding
-from envdoctor.probe.bisection import BY_NAME
+from envdoctor.probe.variations import BY_NAME
 
 GOES_AWAY = ("passes", "survives")
 
