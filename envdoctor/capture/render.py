@@ -8,13 +8,13 @@ from typing import List, Optional, Sequence
 
 from rich.text import Text
 
-from envdoctor.facts.run_describe import amount
 from envdoctor.capture.chart import text_chart
 from envdoctor.crash import bounds, stacks
+from envdoctor.escape import escaped
+from envdoctor.facts.run_describe import amount
 from envdoctor.model import Report, Severity
 from envdoctor.render import kit, markdown
 from envdoctor.render.diagnosis import markdown_lines
-from envdoctor.render.escape import escaped
 from envdoctor.render.terminal import diagnosis_block, finding_block
 from envdoctor.render.view import ReportRenderer
 

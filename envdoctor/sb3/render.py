@@ -14,8 +14,8 @@ from rich.text import Text
 
 from envdoctor.model import Report
 from envdoctor.render import markdown as markdown_renderer
+from envdoctor.escape import escaped
 from envdoctor.render import kit, summary_line
-from envdoctor.render.escape import escaped
 from envdoctor.render.diagnosis import markdown_lines
 from envdoctor.render.terminal import diagnosis_block, finding_block
 from envdoctor.render.view import ReportRenderer

@@ -31,7 +31,7 @@ from typing import Any, Dict, Mapping, Optional
 
 from envdoctor import __version__
 from envdoctor.errors import UsageError
-from envdoctor.render.escape import escape_control
+from envdoctor.escape import escape_control
 from envdoctor.sb3 import advice, classify, optimizer, pickle_vm, pickle_writer, schedules
 from envdoctor.sb3.archive import AUDIT, DATA, SYSTEM_INFO, VERSION, ModelArchive, ModelFileError
 from envdoctor.sb3.forensics import inspect_model, serialized
