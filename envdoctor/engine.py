@@ -23,8 +23,9 @@ from envdoctor.diagnosis.judge import link_and_rank
 from envdoctor.errors import ReportReadError, TargetReadError
 from envdoctor.files import read_json
 from envdoctor.model import SCHEMA_VERSION, Cause, CheckRun, Finding, Remedy, Report, Severity
-from envdoctor.probe import ProbeOptions, run_probe
+from envdoctor.probe.probing import run_probe
 from envdoctor.probe.result import ProbeResult
+from envdoctor.probe.runner import ProbeOptions
 
 
 REPORT_SIZE_LIMIT = 64 * 2**20  # a real report is tens of kilobytes; /dev/zero must not be read forever

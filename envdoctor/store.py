@@ -11,9 +11,9 @@ from datetime import datetime
 from pathlib import Path
 from typing import Union
 
+from envdoctor import document
 from envdoctor.errors import UsageError
 from envdoctor.model import Report
-from envdoctor.render import json as json_renderer
 
 PRIVATE_FILE = 0o600
 PRIVATE_FOLDER = 0o700
@@ -42,7 +42,7 @@ def save_report(report: Report, directory: Path, prefix: str = "envdoctor") -> P
     try:
         private_folder(directory)
         path = directory / report_name(prefix)
-        write_private(path, json_renderer.render(report))
+        write_private(path, document.render(report))
     except OSError as error:
         raise UsageError(f"cannot save the report in {directory}: {error.strerror or error}") from None
     return path

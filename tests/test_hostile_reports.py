@@ -443,7 +443,7 @@ def test_a_named_report_dir_that_cannot_take_it_is_an_error(real_report, tmp_pat
 
 @pytest.mark.parametrize("payload", list(PAYLOADS.values()), ids=list(PAYLOADS))
 def test_escape_control_shows_every_control_visibly(payload):
-    from envdoctor.render.escape import escape_control
+    from envdoctor.escape import escape_control
 
     shown = escape_control(f"a\tb\n{payload}")
     assert RAW_CONTROL.search(shown) is None

@@ -26,8 +26,9 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Union
 
 import pytest
 
-from envdoctor.sb3 import advice, system_info
-from envdoctor.sb3.schedules import SCHEDULE_KEYS
+from envdoctor.knowledge import sb3_advice
+from envdoctor.knowledge.sb3_schedules import SCHEDULE_KEYS
+from envdoctor.sb3 import system_info
 from conftest import run_envdoctor
 
 sys.path.insert(0, str(Path(__file__).parent / "data" / "sb3"))
@@ -582,4 +583,4 @@ def test_a_bad_schedule_entry_is_replaced_never_copied(tmp_path, verdict):
 @pytest.mark.parametrize("verdict", ["code", "dangerous", "corrupt", "unknown", "unjudged"])
 def test_every_verdict_but_data_blocks_sanitize_outside_the_schedules(verdict):
     entries = [{"key": "policy_kwargs", "verdict": verdict, "reasons": []}, {"key": "learning_rate", "verdict": verdict, "reasons": []}]
-    assert [e["key"] for e in advice.sanitize_blockers({"entries": entries})] == ["policy_kwargs"]
+    assert [e["key"] for e in sb3_advice.sanitize_blockers({"entries": entries})] == ["policy_kwargs"]

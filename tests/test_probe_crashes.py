@@ -20,8 +20,8 @@ import pytest
 
 from conftest import assert_checks_ran, interruptible
 from envdoctor import engine
-from envdoctor.probe import ProbeOptions, run_probe
-from envdoctor.probe.runner import run_ladder
+from envdoctor.probe.probing import run_probe
+from envdoctor.probe.runner import ProbeOptions, run_ladder
 
 HOOK = """\
 import sys

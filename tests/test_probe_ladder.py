@@ -113,7 +113,8 @@ def test_venv_without_torch_and_sb3_shows_skipped_stages_with_install_hints(envd
 
 @pytest.mark.parametrize("minor", ["3.8", "3.13"])
 def test_ladder_runs_under_a_bare_python(minor):
-    from envdoctor.probe import ProbeOptions, run_probe
+    from envdoctor.probe.probing import run_probe
+    from envdoctor.probe.runner import ProbeOptions
 
     probe = run_probe(pyenv_python(minor), {"PATH": "/usr/bin:/bin", "PYTHONNOUSERSITE": "1"}, ProbeOptions(timeout_s=60))
     assert probe["ending"] == "completed"

@@ -7,7 +7,8 @@ import sys
 import textwrap
 
 from envdoctor import engine
-from envdoctor.probe import ladder, tracebacks
+from envdoctor.crash import tracebacks
+from envdoctor.probe import ladder
 from envdoctor.probe.result import Ending, ProbeResult, StageResult, StageStatus
 from envdoctor.proc import run_child
 

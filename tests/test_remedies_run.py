@@ -17,10 +17,10 @@ from conftest import REPO, run_envdoctor
 from envdoctor import engine
 from envdoctor.checks.run import crashed_finding
 from envdoctor.checks.run_hang import hung_finding
+from envdoctor.escape import escape_control
 from envdoctor.model import PYTHON, SHELL, Finding, Remedy, Report
 from envdoctor.redact import scrub
 from envdoctor.render import markdown, terminal
-from envdoctor.render.escape import escape_control
 
 RECORDED = sorted((REPO / "tests" / "data" / "reports").glob("*.json")) + sorted((REPO / "reports" / "samples").glob("*.json"))
 SAMPLE = REPO / "reports" / "samples" / "h100-cu130.json"

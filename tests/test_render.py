@@ -6,12 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from envdoctor import engine
-from envdoctor.capture import stacks
-from envdoctor.checks.run import crashed_finding
+from envdoctor import document, engine
 from envdoctor.capture.render import frame_lines
+from envdoctor.checks.run import crashed_finding
+from envdoctor.crash import stacks
 from envdoctor.model import PYTHON, CheckRun, CheckStatus, Finding, Remedy, Report, Severity
-from envdoctor.render import json as json_renderer
 from envdoctor.render import markdown, terminal
 
 GOLDEN = Path(__file__).parent / "data" / "render"
@@ -81,7 +80,7 @@ def test_colour_only_when_asked():
 
 
 def test_json_round_trip_is_lossless():
-    assert Report.from_json(json.loads(json_renderer.render(REPORT))) == REPORT
+    assert Report.from_json(json.loads(document.render(REPORT))) == REPORT
 
 
 def test_severity_ordering():

@@ -16,7 +16,7 @@ import jsonschema
 import pytest
 
 from conftest import assert_checks_ran, findings_by_id, run_envdoctor
-from envdoctor.probe.bisection import VARIATIONS
+from envdoctor.probe.variations import VARIATIONS
 from envdoctor.schema import report_schema
 
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")

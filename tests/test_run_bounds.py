@@ -8,8 +8,9 @@ import json
 from pathlib import Path
 
 from envdoctor import engine
-from envdoctor.capture import bounds, gdb, stacks
+from envdoctor.capture import gdb
 from envdoctor.capture.render import markdown_report
+from envdoctor.crash import bounds, stacks
 from envdoctor.model import Report
 
 RECORDED = Path(__file__).parent / "data" / "render" / "recorded" / "run-segv-worker.json"

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from conftest import findings_by_id, run_envdoctor
-from envdoctor.capture import stacks
+from envdoctor.crash import stacks
 from envdoctor.engine import Selection, judge
 
 LOCKS_IN_OPPOSITE_ORDER = """\

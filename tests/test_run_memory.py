@@ -17,8 +17,9 @@ from typing import Optional
 import pytest
 
 from conftest import findings_by_id, run_envdoctor
-from envdoctor.capture import chart, growth
+from envdoctor.capture import chart
 from envdoctor.engine import Selection, judge
+from envdoctor.facts import run_growth
 
 MIB, GIB = 1 << 20, 1 << 30
 EVIDENCE = {"slope_bytes_per_min", "r2", "start_bytes", "end_bytes", "limit_name", "limit_bytes", "projected_s", "near_limit", "sustained"}
@@ -140,7 +141,7 @@ def hostile_samples():
 
 @pytest.mark.parametrize("case", list(not_growth()) + list(hostile_samples()), ids=lambda case: case[0])
 def test_what_is_not_steady_growth_is_not_reported(case):
-    assert growth.steady_growth({"samples": case[1], "ram_total_bytes": 16 * GIB}) is None
+    assert run_growth.steady_growth({"samples": case[1], "ram_total_bytes": 16 * GIB}) is None
 
 
 def test_steady_growth_is_fitted_and_projected_to_the_nearest_limit():
@@ -151,7 +152,7 @@ def test_steady_growth_is_fitted_and_projected_to_the_nearest_limit():
         "ram_total_bytes": 16 * GIB,
         "address_space_limit_bytes": None,
     }
-    found = growth.steady_growth(memory)
+    found = run_growth.steady_growth(memory)
     assert found["slope_bytes_per_min"] == pytest.approx(50 * MIB, rel=1e-6) and found["r2"] == pytest.approx(1.0)
     assert (found["limit_name"], found["limit_bytes"]) == ("memory cgroup", GIB)
     assert found["projected_s"] == pytest.approx((1024 - 100) / 50 * 60, abs=0.1)
@@ -160,7 +161,7 @@ def test_steady_growth_is_fitted_and_projected_to_the_nearest_limit():
     assert chart.text_chart(run)[-1].strip() == "RSS grows 50 MiB/min; reaches the 1.0 GiB memory cgroup limit at ~18 min"
     assert chart.picture(run).startswith(b"\x89PNG")
     memory["address_space_limit_bytes"] = 400 * MIB  # the address space (RSS + 50 MiB here) meets this one first
-    assert growth.steady_growth(memory)["limit_name"] == "address-space"
+    assert run_growth.steady_growth(memory)["limit_name"] == "address-space"
 
 
 def recorded_run(kind: str, address_space_limit: int):

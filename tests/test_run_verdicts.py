@@ -5,9 +5,10 @@ from __future__ import annotations
 import struct
 import zlib
 
-from envdoctor.capture import chart, stacks
-from envdoctor.engine import Selection, judge
+from envdoctor.capture import chart
 from envdoctor.capture.timeline import Timeline
+from envdoctor.crash import stacks
+from envdoctor.engine import Selection, judge
 
 GIB = 1 << 30
 

@@ -17,7 +17,8 @@ from pathlib import Path
 import pytest
 
 from conftest import assert_checks_ran, changed_report, findings_by_id, run_envdoctor
-from envdoctor.probe import ladder, run_probe
+from envdoctor.probe import ladder
+from envdoctor.probe.probing import run_probe
 from envdoctor.probe.runner import DEFAULT_TIMEOUT_S, ProbeOptions, ladder_argv, run_ladder
 
 H100 = Path(__file__).parent / "data" / "reports" / "h100-cu130.json"

@@ -32,11 +32,13 @@ from pathlib import Path
 from typing import Callable, List, Mapping, Optional, Tuple
 
 from envdoctor import host, proc
-from envdoctor.capture import opened, signals
+from envdoctor.capture import opened
 from envdoctor.capture.gpu import DEVICE_NODES
 from envdoctor.capture.supervise import child_environment
 from envdoctor.capture.tail import Tail
-from envdoctor.probe.bisection import VARIATIONS, Variation, workers
+from envdoctor.cpus import workers
+from envdoctor.crash import signals
+from envdoctor.probe.variations import VARIATIONS, Variation
 from envdoctor.words import plural
 
 BOUND_MARGIN_S = 5.0

@@ -2,17 +2,19 @@
 
 Both draw the same series: the tree's summed RSS and each GPU's used memory, against the limits the
 command lived under (RLIMIT_AS, cgroup limit, GPU capacity), so "it grew until it hit the wall" is
-visible at a glance. When RSS grows steadily (capture/growth.py), both add the fitted trend: the
-text chart a caption line ("RSS grows 12 MiB/min; reaches the 2.0 GiB address-space limit at ~6 min"),
-the PNG a dashed line along the trend, on to the limit when it is met within the picture's time.
+visible at a glance. When RSS grows steadily (facts/run_growth.py), both add the fitted trend: the
+text chart the caption the verdict shows too (facts/run_describe.py: "RSS grows 12 MiB/min; reaches
+the 2.0 GiB address-space limit at ~6 min"), the PNG a dashed line along the trend, on to the limit
+when it is met within the picture's time.
 """
 
 from __future__ import annotations
 
 from typing import List, Optional, Tuple
 
-from envdoctor.capture.growth import steady_growth, trend_at
 from envdoctor.capture.png import Canvas, text_width
+from envdoctor.facts.run_describe import amount, growth_caption
+from envdoctor.facts.run_growth import steady_growth, trend_at
 
 BARS = "▁▂▃▄▅▆▇█"
 Series = Tuple[str, List[Tuple[float, int]], Optional[int]]  # label, (t, bytes) points, its limit
@@ -20,31 +22,6 @@ Series = Tuple[str, List[Tuple[float, int]], Optional[int]]  # label, (t, bytes)
 COLORS = [(31, 119, 180), (255, 127, 14), (44, 160, 44), (148, 103, 189), (140, 86, 75)]
 LIMIT_COLOR, AXIS, GRID, INK = (214, 39, 40), (90, 90, 90), (225, 225, 225), (40, 40, 40)
 TREND_COLOR = (120, 120, 120)
-
-
-def amount(n: Optional[float]) -> str:
-    if n is None:
-        return "?"
-    return f"{n / 2 ** 30:.1f} GiB" if n >= 2 ** 30 else f"{n / 2 ** 20:.0f} MiB"
-
-
-def about(seconds: float) -> str:
-    """A projected time, as roughly as it is known: "~40 s", "~6 min", "~3.5 h", "~4 days"."""
-    if seconds < 120:
-        return f"~{seconds:.0f} s"
-    if seconds < 2 * 3600:
-        return f"~{seconds / 60:.0f} min"
-    if seconds < 2 * 86400:
-        return f"~{seconds / 3600:.1f} h"
-    return f"~{seconds / 86400:.0f} days"
-
-
-def growth_caption(growth: dict) -> str:
-    """e.g. "RSS grows 12 MiB/min; reaches the 2.0 GiB address-space limit at ~6 min"."""
-    text = f"RSS grows {amount(growth['slope_bytes_per_min'])}/min"
-    if growth.get("projected_s") is not None:
-        text += f"; reaches the {amount(growth['limit_bytes'])} {growth['limit_name']} limit at {about(growth['projected_s'])}"
-    return text
 
 
 def series(run: dict) -> List[Series]:

@@ -13,7 +13,7 @@ import shutil
 from pathlib import Path
 from typing import List, Optional, Sequence
 
-from envdoctor.capture import bounds
+from envdoctor.crash import bounds
 from envdoctor.errors import UsageError
 
 FATAL_SIGNALS = "SIGSEGV SIGBUS SIGFPE SIGILL SIGABRT"

@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import errno
 import signal
-from typing import List, Optional
+from typing import Optional
 
-from envdoctor.capture import gdb, signals, stacks
+from envdoctor.capture import gdb
 from envdoctor.capture.limits import kernel_oom_lines
 from envdoctor.capture.supervise import Settings, Supervised
+from envdoctor.crash import signals, stacks
 from envdoctor.processes import psutil
 
 OUTPUT_TAIL_LINES = 100
@@ -109,6 +110,3 @@ def build(seen: Supervised, settings: Settings, gdb_log: str = "") -> dict:
         "gpu": seen.gpu.facts() if seen.gpu else {"source": None, "devices": [], "samples": [], "problems": []},
     }
 
-
-def output_lines(run: dict, stream: Optional[str] = None) -> List[str]:
-    return [line["text"] for line in run.get("output_tail", ()) if stream is None or line["stream"] == stream]

@@ -8,11 +8,12 @@ from typing import List, Optional, Sequence
 
 from rich.text import Text
 
-from envdoctor.capture import bounds, stacks
-from envdoctor.capture.chart import amount, text_chart
+from envdoctor.capture.chart import text_chart
+from envdoctor.crash import bounds, stacks
+from envdoctor.escape import escaped
+from envdoctor.facts.run_describe import amount
 from envdoctor.model import Report, Severity
 from envdoctor.render import kit, markdown
-from envdoctor.render.escape import escaped
 from envdoctor.render.diagnosis import markdown_lines
 from envdoctor.render.terminal import diagnosis_block, finding_block
 from envdoctor.render.view import ReportRenderer
@@ -100,7 +101,7 @@ def code_block(lines: List[str], language: str = "text") -> str:
 
 
 def python_line(frame: dict) -> str:
-    """A frame as Python prints it; a frame that stands for left-out ones (capture/bounds.py) as what it says."""
+    """A frame as Python prints it; a frame that stands for left-out ones (crash/bounds.py) as what it says."""
     if frame["file"] == bounds.MARKER_FILE:
         return f"… {frame['function']}"
     return f'File "{frame["file"]}", line {frame["line"]}, in {frame["function"]}'

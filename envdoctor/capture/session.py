@@ -6,10 +6,11 @@ import tempfile
 from pathlib import Path
 from typing import Mapping, Optional, Sequence
 
-from envdoctor.capture import bounds, gdb, opened, record
+from envdoctor.capture import gdb, opened, record
 from envdoctor.capture.exceptions import last_exception
 from envdoctor.capture.supervise import Settings, Supervisor, child_environment
 from envdoctor.collect import linker
+from envdoctor.crash import bounds
 
 
 def run_command(argv: Sequence[str], settings: Settings, environ: Mapping[str, str]) -> dict:

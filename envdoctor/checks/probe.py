@@ -11,25 +11,17 @@ import os
 import shlex
 from typing import Any, Iterable, Mapping, Optional, Sequence, Tuple
 
-from envdoctor.capture import stacks
 from envdoctor.checks import check
 from envdoctor.checks.imports import inside, location_of, shadow_remedies, shadowing_path
+from envdoctor.crash import signals, stacks
 from envdoctor.facts import view_of
 from envdoctor.facts.probe import probe_of
 from envdoctor.facts.target import TargetView
 from envdoctor.model import Finding, Remedy, Severity
-from envdoctor.probe.bisection import BY_NAME
 from envdoctor.probe.result import Ending, ProbeResult, StageResult, StageStatus
+from envdoctor.probe.variations import BY_NAME
 
 IMPORT_STAGES = ("import_numpy", "import_torch", "import_gymnasium", "import_sb3", "import_sb3_contrib")
-SIGNAL_MEANINGS = {
-    "SIGSEGV": "a native library read or wrote memory it does not own",
-    "SIGILL": "the CPU met an instruction it does not have: a wheel built for a newer CPU (AVX2/AVX-512) than this one",
-    "SIGBUS": "a memory-mapped file or shared memory (/dev/shm) ran out or vanished under the process",
-    "SIGABRT": "a native library gave up on purpose (an assertion, OpenMP's duplicate-runtime check, a C++ exception nobody caught)",
-    "SIGFPE": "a native library divided an integer by zero",
-    "SIGKILL": "something outside killed the process; most often the kernel's out-of-memory killer",
-}
 STAGE_HINTS = {
     "maskable_ppo": "Constructing the first model imports torch._dynamo (torch.optim.Optimizer does); a failure there is a torch / Python-version mismatch, not an SB3 bug.",
     "cuda_init": "CUDA initialisation loads the driver and the CUDA runtime; see the CUDA findings for driver and wheel mismatches.",
@@ -70,7 +62,7 @@ def crash(facts: Mapping[str, Any]) -> Iterable[Finding]:
     record = fatal.crash or {}
     signal = record.get("signal")
     how = f"was killed by {signal}" if signal else f"exited with code {record.get('returncode')}"
-    meaning = SIGNAL_MEANINGS.get(signal, "the process ended without reporting the stage's end")
+    meaning = signals.stage_meaning(signal)
     yield Finding(
         id="probe.crash",
         severity=Severity.ERROR,

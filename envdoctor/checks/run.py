@@ -13,11 +13,11 @@ import re
 import shlex
 from typing import Any, Iterable, List, Mapping, Optional, Sequence, Tuple
 
-from envdoctor.capture import bounds, stacks
-from envdoctor.capture.describe import forwarding, left_behind_text, where
-from envdoctor.capture.record import output_lines
 from envdoctor.checks import check
+from envdoctor.crash import bounds, stacks
 from envdoctor.facts import view_of
+from envdoctor.facts.run import RunView
+from envdoctor.facts.run_describe import forwarding, left_behind_text, where
 from envdoctor.facts.target import TargetView
 from envdoctor.failures import Failure, classify_exception, first_line
 from envdoctor.knowledge.errors import KnownError, matching
@@ -36,13 +36,13 @@ PHYSX_REFERENCE = "https://github.com/isaac-sim/OmniIsaacGymEnvs/issues/11"
 
 
 def ending_kind(facts: Mapping[str, Any]) -> str:
-    return facts["run"]["ending"]["kind"]
+    return view_of(facts, RunView).ending_kind
 
 
 @check("run.crashed", "The command was killed by a signal: where it died", requires=("run",))
 def crashed(facts: Mapping[str, Any]) -> Iterable[Finding]:
     if ending_kind(facts) == "signal":
-        yield crashed_finding(facts["run"])
+        yield crashed_finding(view_of(facts, RunView).record)
 
 
 def crashed_finding(run: Mapping[str, Any]) -> Finding:
@@ -70,14 +70,14 @@ def crashed_finding(run: Mapping[str, Any]) -> Finding:
 def exited(facts: Mapping[str, Any]) -> Iterable[Finding]:
     if ending_kind(facts) != "exit":
         return
-    run = facts["run"]
-    status = run["ending"]["exit_status"]
-    errors = [line for line in output_lines(run, "stderr") if ERROR_LINE.match(line.strip())]
+    view = view_of(facts, RunView)
+    status = view.ending["exit_status"]
+    errors = [line for line in view.output_lines("stderr") if ERROR_LINE.match(line.strip())]
     last = errors[-1].strip() if errors else None
     yield Finding(
         id="run.exit-status",
         severity=Severity.WARNING,
-        title=f"The command exited with status {status} after {run['duration_s']:.1f} s" + (f": {last}" if last else ""),
+        title=f"The command exited with status {status} after {view.duration_s:.1f} s" + (f": {last}" if last else ""),
         explanation="It ended by itself (no signal); the output's last lines below say why.",
         evidence={"exit_status": status, "last_error_line": last},
     )
@@ -87,13 +87,13 @@ def exited(facts: Mapping[str, Any]) -> Iterable[Finding]:
 def interrupted(facts: Mapping[str, Any]) -> Iterable[Finding]:
     if ending_kind(facts) != "interrupted":
         return
-    run = facts["run"]
-    end = run["ending"]
+    view = view_of(facts, RunView)
+    end = view.ending
     signals = ", ".join(end["forwarded_signals"])
     yield Finding(
         id="run.interrupted",
         severity=Severity.INFO,
-        title=f"The command was interrupted by {signals} after {run['duration_s']:.1f} s; " + "; ".join(forwarding(run)),
+        title=f"The command was interrupted by {signals} after {view.duration_s:.1f} s; " + "; ".join(forwarding(view.record)),
         explanation="The signal came from outside (Ctrl-C, a job scheduler, a container runtime) and was passed on to the command's process group and to every worker that had left it.",
         evidence={"forwarded_signals": end["forwarded_signals"], "forwarded_to": end.get("forwarded_to", [])},
     )
@@ -101,7 +101,8 @@ def interrupted(facts: Mapping[str, Any]) -> Iterable[Finding]:
 
 @check("run.left-behind", "Processes the command left running when it ended", requires=("run",))
 def left_behind(facts: Mapping[str, Any]) -> Iterable[Finding]:
-    run = facts["run"]
+    view = view_of(facts, RunView)
+    run = view.record
     text = left_behind_text(run)
     if not text:
         return
@@ -115,9 +116,9 @@ def left_behind(facts: Mapping[str, Any]) -> Iterable[Finding]:
     )
 
 
-def memory_evidence(run: Mapping[str, Any]) -> List[str]:
+def memory_evidence(view: RunView) -> List[str]:
     """Each independent sign that the command ran out of host memory."""
-    memory, end = run["memory"], run["ending"]
+    memory, end = view.record["memory"], view.ending
     signs = []
     for cgroup in memory.get("cgroups", ()):
         if cgroup.get("oom_kills_during_run"):
@@ -126,7 +127,7 @@ def memory_evidence(run: Mapping[str, Any]) -> List[str]:
         signs.append("the kernel log says: " + memory["kernel_oom_lines"][-1])
     largest = max((s.get("vms_max_bytes") or 0 for s in memory.get("samples") or ()), default=None)  # the last sample may be of the dead process
     limit = memory.get("address_space_limit_bytes")
-    text_hits = [line.strip() for line in output_lines(run) if HOST_OOM_TEXT.search(line) and not GPU_OOM_TEXT.search(line)]
+    text_hits = [line.strip() for line in view.output_lines() if HOST_OOM_TEXT.search(line) and not GPU_OOM_TEXT.search(line)]
     if limit and text_hits:
         signs.append(f"allocation failed ({text_hits[-1]}) under an address-space limit (RLIMIT_AS) of {mib(limit)}; the largest process had mapped {mib(largest)}")
     elif text_hits:
@@ -140,10 +141,11 @@ def memory_evidence(run: Mapping[str, Any]) -> List[str]:
 
 @check("run.out-of-memory", "The command ran out of host memory (OOM killer, cgroup or address-space limit)", requires=("run",))
 def out_of_memory(facts: Mapping[str, Any]) -> Iterable[Finding]:
-    run = facts["run"]
+    view = view_of(facts, RunView)
+    run = view.record
     if ending_kind(facts) not in ("signal", "exit"):
         return
-    signs = memory_evidence(run)
+    signs = memory_evidence(view)
     if not signs:
         return
     memory = run["memory"]
@@ -176,12 +178,13 @@ def gpu_near_full(run: Mapping[str, Any]) -> List[str]:
 
 @check("run.gpu-out-of-memory", "The GPU ran out of memory, said so or surfaced as a native crash", requires=("run",))
 def gpu_out_of_memory(facts: Mapping[str, Any]) -> Iterable[Finding]:
-    run = facts["run"]
-    end = run["ending"]
+    view = view_of(facts, RunView)
+    run = view.record
+    end = view.ending
     if end["kind"] not in ("signal", "exit"):
         return
     full = gpu_near_full(run) if end["signal_name"] in NATIVE_CRASHES else []
-    said = [line.strip() for line in output_lines(run) if GPU_OOM_TEXT.search(line)]
+    said = [line.strip() for line in view.output_lines() if GPU_OOM_TEXT.search(line)]
     if not full and not said:
         return
     disguised = end["kind"] == "signal"
@@ -298,11 +301,12 @@ def in_own_code(frame: Optional[Mapping[str, Any]]) -> bool:
 
 @check("run.exception", "The Python exception the command died of, classified", requires=("run",))
 def exception(facts: Mapping[str, Any]) -> Iterable[Finding]:
-    run = facts["run"]
+    view = view_of(facts, RunView)
+    run = view.record
     raised = run.get("exception")
     if ending_kind(facts) != "exit" or not raised:
         return
-    failure = classify_exception(raised, "\n".join(output_lines(run, "stderr")))
+    failure = classify_exception(raised, "\n".join(view.output_lines("stderr")))
     evidence = exception_evidence(raised, failure)
     cycle = f" ({' → '.join(evidence['cycle'])})" if evidence.get("cycle") else ""
     fault = stacks.frame_at_fault(raised.get("frames") or [])
@@ -333,11 +337,12 @@ def exception(facts: Mapping[str, Any]) -> Iterable[Finding]:
 def error_message(facts: Mapping[str, Any]) -> Iterable[Finding]:
     """A run that died by a signal, hung, or exited without a traceback (a fatal error of the
     interpreter, a native library's abort) is read through the same table of messages as exceptions."""
-    run = facts["run"]
+    view = view_of(facts, RunView)
+    run = view.record
     kind = ending_kind(facts)
     if kind not in ("signal", "exit", "hang") or (kind == "exit" and run.get("exception")):
         return
-    lines = output_lines(run)
+    lines = view.output_lines()
     known = matching("\n".join(lines))
     if known is None:
         return
@@ -364,8 +369,9 @@ def recursion_of(run: Mapping[str, Any]) -> Optional[Mapping[str, Any]]:
 
 @check("run.deep-recursion", "A native crash on a stack that one recursion filled", requires=("run",))
 def deep_recursion(facts: Mapping[str, Any]) -> Iterable[Finding]:
-    run = facts["run"]
-    if ending_kind(facts) != "signal" or run["ending"]["signal_name"] not in NATIVE_CRASHES:
+    view = view_of(facts, RunView)
+    run = view.record
+    if view.ending_kind != "signal" or view.ending["signal_name"] not in NATIVE_CRASHES:
         return
     marker = recursion_of(run)
     if marker is None or marker["repeated"] < RECURSION_DEPTH:
@@ -401,7 +407,8 @@ def foreign_code(facts: Mapping[str, Any]) -> Iterable[Finding]:
     """Code whose source file does not exist here runs because something unpickled it; a function
     cloudpickled by another Python version crashes the interpreter when called. The files the program
     opened name where it came from, whether or not the model inspector reads them."""
-    run = facts["run"]
+    view = view_of(facts, RunView)
+    run = view.record
     if ending_kind(facts) != "signal":
         return
     thread = stacks.crashed_thread(run.get("python_stacks")) or {}

@@ -12,8 +12,10 @@ from typing import Any, Iterable, List, Mapping
 
 from envdoctor.checks import check
 from envdoctor.checks.probe import bisection_finding
+from envdoctor.facts import view_of
+from envdoctor.facts.run import RunView
 from envdoctor.model import Finding
-from envdoctor.probe.bisection import BY_NAME
+from envdoctor.probe.variations import BY_NAME
 
 GOES_AWAY = ("passes", "survives")
 
@@ -34,7 +36,7 @@ def meaning(variation: Mapping[str, Any]) -> str:
 
 @check("run.bisected", "Which single environment change makes the command's failure go away", requires=("run",))
 def bisected(facts: Mapping[str, Any]) -> Iterable[Finding]:
-    bisection = facts["run"].get("bisection")
+    bisection = view_of(facts, RunView).record.get("bisection")
     if not isinstance(bisection, Mapping):
         return
     variations = variations_of(bisection)

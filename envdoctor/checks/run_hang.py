@@ -12,9 +12,11 @@ import re
 import shlex
 from typing import Any, Iterable, List, Mapping, Optional
 
-from envdoctor.capture import stacks
-from envdoctor.capture.growth import number
 from envdoctor.checks import check
+from envdoctor.crash import stacks
+from envdoctor.facts import view_of
+from envdoctor.facts.run import RunView
+from envdoctor.facts.run_growth import number
 from envdoctor.model import Finding, Remedy, Severity
 
 RECENT_SAMPLES = 3
@@ -50,8 +52,9 @@ def well_formed(thread: Any) -> bool:
 
 @check("run.hang", "The command printed nothing for its hang timeout and was ended", requires=("run",))
 def hang(facts: Mapping[str, Any]) -> Iterable[Finding]:
-    if facts["run"]["ending"]["kind"] == "hang":
-        yield hung_finding(facts["run"])
+    run = view_of(facts, RunView)
+    if run.ending_kind == "hang":
+        yield hung_finding(run.record)
 
 
 def hung_finding(run: Mapping[str, Any]) -> Finding:
@@ -125,11 +128,11 @@ def waits_at(thread: Mapping[str, Any]) -> str:
 
 @check("run.deadlock", "Threads of a hung command waiting on each other's locks", requires=("run",))
 def deadlock(facts: Mapping[str, Any]) -> Iterable[Finding]:
-    run = facts["run"]
-    if run["ending"]["kind"] != "hang":
+    run = view_of(facts, RunView)
+    if run.ending_kind != "hang":
         return
-    cpu = recent_cpu_percent(run)
-    stuck = deadlocked(threads_of(run))
+    cpu = recent_cpu_percent(run.record)
+    stuck = deadlocked(threads_of(run.record))
     if stuck and (cpu is None or cpu < IDLE_CPU_PERCENT):
         yield deadlock_finding(stuck, cpu)
 

@@ -1,6 +1,6 @@
 """A command whose memory grew steadily (`envdoctor run`): a leak, and the limit it was heading for.
 
-Pure: the growth is fitted from the recorded samples (capture/growth.py), so re-judging a saved
+Pure: the growth is fitted from the recorded samples (facts/run_growth.py), so re-judging a saved
 report gives the same verdict. Seed story: an emulator's capture thread kept every frame, its RSS
 crept up for minutes, and the process died far from where the memory was taken.
 """
@@ -10,9 +10,11 @@ from __future__ import annotations
 import shlex
 from typing import Any, Iterable, Mapping
 
-from envdoctor.capture.chart import amount, growth_caption
-from envdoctor.capture.growth import steady_growth
 from envdoctor.checks import check
+from envdoctor.facts import view_of
+from envdoctor.facts.run import RunView
+from envdoctor.facts.run_describe import amount, growth_caption
+from envdoctor.facts.run_growth import steady_growth
 from envdoctor.model import Finding, Remedy, Severity
 
 EVIDENCE_KEYS = ("slope_bytes_per_min", "r2", "start_bytes", "end_bytes", "limit_name", "limit_bytes", "projected_s", "near_limit", "sustained")
@@ -21,18 +23,18 @@ LATE_FRACTION = 0.1  # a projection this much of the run past its end still coun
 
 @check("run.memory-growth", "The command's memory grew steadily (a leak), and when it meets a limit", requires=("run",))
 def memory_growth(facts: Mapping[str, Any]) -> Iterable[Finding]:
-    run = facts["run"]
-    growth = steady_growth(run.get("memory"))
+    run = view_of(facts, RunView)
+    growth = steady_growth(run.record.get("memory"))
     if growth:
         yield growth_finding(run, growth)
 
 
-def reached_before_the_end(run: Mapping[str, Any], growth: Mapping[str, Any]) -> bool:
+def reached_before_the_end(run: RunView, growth: Mapping[str, Any]) -> bool:
     """The command died and the trend met its limit by then (within sampling's own blur)."""
-    if run["ending"]["kind"] not in ("signal", "exit") or growth["projected_s"] is None:
+    if run.ending_kind not in ("signal", "exit") or growth["projected_s"] is None:
         return False
-    slack = LATE_FRACTION * run["duration_s"] + 2 * (run.get("sample_interval_s") or 0)
-    return growth["projected_s"] <= run["duration_s"] + slack
+    slack = LATE_FRACTION * run.duration_s + 2 * (run.record.get("sample_interval_s") or 0)
+    return growth["projected_s"] <= run.duration_s + slack
 
 
 def severity_of(reached: bool, growth: Mapping[str, Any]) -> Severity:
@@ -43,7 +45,7 @@ def severity_of(reached: bool, growth: Mapping[str, Any]) -> Severity:
     return Severity.WARNING if growth.get("near_limit") or growth.get("sustained") else Severity.INFO
 
 
-def growth_finding(run: Mapping[str, Any], growth: Mapping[str, Any]) -> Finding:
+def growth_finding(run: RunView, growth: Mapping[str, Any]) -> Finding:
     reached = reached_before_the_end(run, growth)
     severity = severity_of(reached, growth)
     rose = (
@@ -65,7 +67,7 @@ def growth_finding(run: Mapping[str, Any], growth: Mapping[str, Any]) -> Finding
         remedies=(
             Remedy(
                 "Find the line that allocates what grows: trace allocations, then compare two tracemalloc.take_snapshot() results a minute apart (snapshot.compare_to(old, 'lineno')):",
-                "PYTHONTRACEMALLOC=1 " + shlex.join(run["command"]),
+                "PYTHONTRACEMALLOC=1 " + shlex.join(run.command),
             ),
             Remedy("Bound what is kept per step: store numbers (loss.item()), not tensors; cap lists, caches and buffers (collections.deque(maxlen=...))."),
         ),

@@ -12,9 +12,9 @@ from typing import Any, Iterable, List, Mapping
 from envdoctor.checks import check
 from envdoctor.facts import view_of
 from envdoctor.facts.target import TargetView
-from envdoctor.model import Finding, PYTHON, Remedy, Severity
-from envdoctor.sb3 import advice, verdicts
-from envdoctor.sb3.schedules import SCHEDULE_KEYS
+from envdoctor.knowledge import sb3_advice, sb3_verdicts
+from envdoctor.knowledge.sb3_schedules import SCHEDULE_KEYS
+from envdoctor.model import PYTHON, Finding, Remedy, Severity
 
 REFERENCES = ("https://github.com/DLR-RM/stable-baselines3/issues/2115",)
 PIP_NAMES = {"stable_baselines3": "stable-baselines3", "sb3_contrib": "sb3-contrib", "gymnasium": "gymnasium", "gym": "gym", "torch": "torch", "cloudpickle": "cloudpickle", "numpy": "numpy"}
@@ -40,10 +40,10 @@ def remedies(model: Mapping[str, Any], keys: Iterable[str]) -> tuple:
     keys = set(keys)
     steps = []
     if keys <= set(model.get("schedules", {})) and keys:
-        steps.append(Remedy("Load it with plain numbers instead of the pickled schedules (SB3 then never decodes them):", advice.load_call(model), PYTHON))
-    if advice.can_sanitize(model) and keys <= set(SCHEDULE_KEYS):
-        steps.append(Remedy("Or write a copy whose schedules are plain numbers; it loads anywhere with a plain .load():", advice.sanitize_command(model)))
-    blockers = [e["key"] for e in advice.sanitize_blockers(model) if e["verdict"] != "dangerous"]
+        steps.append(Remedy("Load it with plain numbers instead of the pickled schedules (SB3 then never decodes them):", sb3_advice.load_call(model), PYTHON))
+    if sb3_advice.can_sanitize(model) and keys <= set(SCHEDULE_KEYS):
+        steps.append(Remedy("Or write a copy whose schedules are plain numbers; it loads anywhere with a plain .load():", sb3_advice.sanitize_command(model)))
+    blockers = [e["key"] for e in sb3_advice.sanitize_blockers(model) if e["verdict"] != "dangerous"]
     if blockers:
         steps.append(Remedy(
             f"{', '.join(blockers)} cannot be replaced by numbers: load with custom_objects giving your real classes "
@@ -98,7 +98,7 @@ def contains_code(facts: Mapping[str, Any]) -> Iterable[Finding]:
             id="sb3.contains-code",
             severity=Severity.WARNING,
             title=f"{name(model)} contains {what} ({keys}): code cannot be proven safe by reading it"
-                  + ("; `envdoctor sanitize` writes a copy without it" if advice.sanitizable(model) else ""),
+                  + ("; `envdoctor sanitize` writes a copy without it" if sb3_advice.sanitizable(model) else ""),
             explanation=(
                 "envdoctor calls a pickle safe only when it builds nothing but data from a short closed list of "
                 "constructors. These entries hold code (a lambda, a closure, a callable) or objects outside that list, "
@@ -180,11 +180,11 @@ def corrupt_entry(facts: Mapping[str, Any]) -> Iterable[Finding]:
 @check("sb3.foreign-bytecode", "Code in a model pickled by another Python minor version", requires=("models",))
 def foreign_bytecode(facts: Mapping[str, Any]) -> Iterable[Finding]:
     here = target(facts)
-    minor = verdicts.target_minor(here)
+    minor = sb3_verdicts.target_minor(here)
     if minor is None:
         return
     for model in models(facts):
-        rows = [r for r in verdicts.code_effects(model, here) if r["effect"] in ("crash-risk", "type-error")]
+        rows = [r for r in sb3_verdicts.code_effects(model, here) if r["effect"] in ("crash-risk", "type-error")]
         if not rows:
             continue
         crash = [r for r in rows if r["effect"] == "crash-risk"]
@@ -216,7 +216,7 @@ def missing_module(facts: Mapping[str, Any]) -> Iterable[Finding]:
     here = target(facts)
     numpy_here = (here.get("versions") or {}).get("numpy")
     for model in models(facts):
-        missing = {m: keys for m, keys in verdicts.missing_modules(model, here).items() if not (numpy_here and m.split(".")[0] == "numpy")}
+        missing = {m: keys for m, keys in sb3_verdicts.missing_modules(model, here).items() if not (numpy_here and m.split(".")[0] == "numpy")}
         if not missing:
             continue
         keys = sorted({k for ks in missing.values() for k in ks})
@@ -240,11 +240,11 @@ def missing_module(facts: Mapping[str, Any]) -> Iterable[Finding]:
 
 @check("sb3.numpy-major", "A model saved with another NumPy major version", requires=("models",))
 def numpy_major(facts: Mapping[str, Any]) -> Iterable[Finding]:
-    here = verdicts.major_of((target(facts).get("versions") or {}).get("numpy"))
+    here = sb3_verdicts.major_of((target(facts).get("versions") or {}).get("numpy"))
     if here is None:
         return
     for model in models(facts):
-        saved = verdicts.model_numpy_major(model)
+        saved = sb3_verdicts.model_numpy_major(model)
         if saved is None or saved == here:
             continue
         newer = saved > here

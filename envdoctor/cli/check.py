@@ -15,14 +15,13 @@ from envdoctor.checks import Check
 from envdoctor.cli import EXIT_FINDINGS, EXIT_OK
 from envdoctor.cli.helptext import FAIL_ON_EXITS, epilog
 from envdoctor.cli.options import emit, output_options, resolve_python
-from envdoctor.cli.stdout import note
 from envdoctor.cli.params import DAY_S, Seconds
+from envdoctor.cli.stdout import note
 from envdoctor.collect.imports import DEFAULT_MODULE_TIMEOUT_S, ImportOptions
 from envdoctor.errors import UsageError
 from envdoctor.model import Severity
-from envdoctor.probe import ProbeOptions
 from envdoctor.probe.progress import ProgressPrinter
-from envdoctor.probe.runner import DEFAULT_TIMEOUT_S
+from envdoctor.probe.runner import DEFAULT_TIMEOUT_S, ProbeOptions
 from envdoctor.render.view import ReportRenderer
 from envdoctor.store import save_report
 

@@ -13,15 +13,15 @@ import click
 from envdoctor.cli import EXIT_FINDINGS, EXIT_OK
 from envdoctor.cli.helptext import epilog
 from envdoctor.cli.options import emit, output_options
-from envdoctor.cli.stdout import note
 from envdoctor.cli.params import DAY_S, Seconds
+from envdoctor.cli.stdout import note
 from envdoctor.errors import UsageError
+from envdoctor.escape import escape_control
 from envdoctor.fleet.aggregate import aggregate
 from envdoctor.fleet.nodes import NodeJudge, summarize
 from envdoctor.fleet.render import FleetRenderer
 from envdoctor.fleet.sources import collect_from_ray, read_reports
 from envdoctor.fleet.stream import mapped
-from envdoctor.render.escape import escape_control
 
 DEFAULT_REPORT_ROOT = Path("reports")
 

@@ -12,8 +12,8 @@ from envdoctor.cli import EXIT_FINDINGS, EXIT_OK
 from envdoctor.cli.helptext import FAIL_ON_EXITS, epilog
 from envdoctor.cli.options import emit, output_options, resolve_python
 from envdoctor.errors import UsageError
+from envdoctor.escape import escape_control
 from envdoctor.model import Severity
-from envdoctor.render.escape import escape_control
 from envdoctor.sb3.render import ModelsRenderer
 from envdoctor.sb3.sanitize import sanitize
 

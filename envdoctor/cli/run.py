@@ -11,7 +11,6 @@ import click
 
 from envdoctor.capture import record
 from envdoctor.capture.bisect import bisect_run
-from envdoctor.capture.describe import aftermath
 from envdoctor.capture.render import CrashRenderer, one_line
 from envdoctor.capture.report import EnvironmentFacts, crash_report, save
 from envdoctor.capture.session import run_command
@@ -19,7 +18,8 @@ from envdoctor.capture.supervise import Settings
 from envdoctor.cli.helptext import epilog
 from envdoctor.cli.params import WEEK_S, Seconds
 from envdoctor.errors import UsageError
-from envdoctor.render.escape import escape_control
+from envdoctor.escape import escape_control
+from envdoctor.facts.run_describe import aftermath
 
 DEFAULT_REPORT_DIR = Path("reports")
 

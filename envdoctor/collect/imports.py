@@ -22,7 +22,7 @@ from typing import Dict, List, Mapping, Optional, Sequence, Set, Tuple
 from packaging.utils import canonicalize_name as normalize
 
 from envdoctor.collect.target import CollectorError, run_target_script
-from envdoctor.probe.bisection import workers as usable_workers
+from envdoctor.cpus import workers as usable_workers
 from envdoctor.proc import ChildResult, stream_child
 from envdoctor.target import script_source
 from envdoctor.target.imports import MARK

@@ -15,9 +15,9 @@ from rich.console import Console
 from rich.text import Text
 
 from envdoctor.compare.model import Change, Comparison, Difference, Impact
+from envdoctor.escape import escaped
 from envdoctor.model import Finding, Severity
 from envdoctor.render import kit
-from envdoctor.render.escape import escaped
 from envdoctor.words import plural
 
 IMPACT_SEVERITY = {Impact.BREAKS: Severity.ERROR, Impact.MAY_BREAK: Severity.WARNING, Impact.CHANGES: Severity.INFO}

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Mapping, Optional, Sequence
 
+from envdoctor.facts import read
+from envdoctor.facts.run import RunView
 from envdoctor.model import Cause, Finding, Remedy, Severity
 
 # The findings that state a failure seen (a symptom), in the order they are named.
@@ -36,13 +38,19 @@ def symptom(facts: Mapping[str, Any]) -> Optional[Finding]:
     return first(facts, *SYMPTOMS)
 
 
+def run_of(facts: Mapping[str, Any]) -> RunView:
+    """The command's run as the links read it: an empty run where none was recorded, or where the
+    recorded one has the wrong shape (the run checks report that; a link only finds nothing to link)."""
+    found = read(facts, RunView)
+    return found if isinstance(found, RunView) else RunView()
+
+
 def run_failed(facts: Mapping[str, Any]) -> bool:
-    run = facts.get("run") or {}
-    return (run.get("ending") or {}).get("kind") in ("signal", "exit", "hang")
+    return run_of(facts).ending_kind in ("signal", "exit", "hang")
 
 
 def signal_name(facts: Mapping[str, Any]) -> Optional[str]:
-    return ((facts.get("run") or {}).get("ending") or {}).get("signal_name")
+    return run_of(facts).ending.get("signal_name")
 
 
 def first_remedy(finding: Finding) -> Optional[Remedy]:

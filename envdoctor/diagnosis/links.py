@@ -11,9 +11,9 @@ from __future__ import annotations
 import os
 from typing import Any, Iterable, List, Mapping, Sequence, Tuple
 
-from envdoctor.capture import stacks
+from envdoctor.crash import stacks
 from envdoctor.diagnosis import link
-from envdoctor.diagnosis.evidence import all_of, cause, first, run_failed, signal_name, symptom
+from envdoctor.diagnosis.evidence import all_of, cause, first, run_failed, run_of, signal_name, symptom
 from envdoctor.failures import classify_exception
 from envdoctor.knowledge.errors import by_kind
 from envdoctor.model import Cause, Finding, Severity
@@ -46,7 +46,7 @@ SIGNAL_CAUSES = {"SIGILL": ("cpu.missing-instructions",), "SIGBUS": ("memory.shm
 
 
 def crashed_frames(facts: Mapping[str, Any]) -> List[dict]:
-    thread = stacks.crashed_thread((facts.get("run") or {}).get("python_stacks"))
+    thread = stacks.crashed_thread(run_of(facts).record.get("python_stacks"))
     return list((thread or {}).get("frames") or ())
 
 
@@ -89,11 +89,12 @@ def model_code_links(frames: Sequence[dict], finding: Finding, opened: Sequence[
 
 @link("model-code-crash", "A native crash in code that a model file pickled under another Python")
 def model_code_crash(facts: Mapping[str, Any]) -> Iterable[Cause]:
-    run = facts.get("run") or {}
-    if (run.get("ending") or {}).get("kind") != "signal":
+    run = run_of(facts)
+    if run.ending_kind != "signal":
         return
     frames = crashed_frames(facts)
-    opened = [str(p) for p in run.get("opened_files")] if isinstance(run.get("opened_files"), list) else []
+    recorded = run.record.get("opened_files")
+    opened = [str(p) for p in recorded] if isinstance(recorded, list) else []
     for finding in all_of(facts, "sb3.foreign-bytecode"):
         if pickled_functions(finding):
             confidence, lines = model_code_links(frames, finding, opened)
@@ -150,7 +151,7 @@ def error_message(facts: Mapping[str, Any]) -> Iterable[Cause]:
     known = by_kind(said.evidence.get("kind", "")) if said is not None else None
     if said is None or known is None:
         return
-    exited = ((facts.get("run") or {}).get("ending") or {}).get("kind") == "exit"
+    exited = run_of(facts).ending_kind == "exit"
     confidence = known.confidence if exited else ("likely" if known.confidence == "confirmed" else "possible")
     lines = [f"the output says: {said.evidence.get('line')}"] + [str(text) for text in said.evidence.get("loader") or ()]
     explained = first(facts, *known.findings)
@@ -197,7 +198,7 @@ def memory_growth(facts: Mapping[str, Any]) -> Iterable[Cause]:
     if finding is None or not run_failed(facts):
         return
     evidence = finding.evidence
-    died = ((facts.get("run") or {}).get("ending") or {}).get("kind") == "signal"
+    died = run_of(facts).ending_kind == "signal"
     if finding.severity is Severity.ERROR or evidence.get("near_limit"):
         confidence = "likely"
     elif evidence.get("sustained") and not died:

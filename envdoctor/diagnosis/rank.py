@@ -11,7 +11,7 @@ import shlex
 from dataclasses import replace
 from typing import Any, Dict, List, Mapping, Sequence, Tuple
 
-from envdoctor.diagnosis.evidence import RUN_SYMPTOMS, SYMPTOMS, cause, serious, symptom
+from envdoctor.diagnosis.evidence import RUN_SYMPTOMS, SYMPTOMS, cause, run_of, serious, symptom
 from envdoctor.model import Cause, Finding, Remedy, Severity
 
 MAX_POSSIBLE = 5
@@ -33,10 +33,10 @@ def strongest(causes: Sequence[Cause]) -> List[Cause]:
 
 def next_step(facts: Mapping[str, Any], seen: Finding) -> Remedy:
     """What would tell more about a failure nothing known explains."""
-    run = facts.get("run")
-    if seen.id in RUN_SYMPTOMS and run:
-        command = shlex.join(run.get("command") or [])
-        if run["ending"].get("kind") == "signal" and not run.get("under_gdb"):
+    run = run_of(facts)
+    if seen.id in RUN_SYMPTOMS and run.record:
+        command = shlex.join(run.command)
+        if run.ending_kind == "signal" and not run.record.get("under_gdb"):
             return Remedy("See the native frame that faulted in every thread, and which setting makes it go away:", f"envdoctor run --gdb --bisect -- {command}")
         return Remedy("Find out whether a thread, CUDA, CPU-kernel or library-path setting makes it go away:", f"envdoctor run --bisect -- {command}")
     return Remedy("Run the training command itself under envdoctor, for its native frames, its exception and the files it opens:", "envdoctor run --gdb --bisect -- python train.py")

@@ -1,13 +1,14 @@
-"""The view of one run of the user's command (`envdoctor run`, capture/record.py).
+"""The view of one run of the user's command (`envdoctor run`, recorded by capture/record.py).
 
-The record is deep and read by capture/'s describers as it is, so the view checks the parts every
-verdict reads (how it ended, the command, its duration) and hands the record on whole.
+The record is deep and read as it is by the readers beside this view (facts/run_describe.py,
+facts/run_growth.py, and the stacks in crash/), so the view checks the parts every verdict reads
+(how it ended, the command, its duration) and hands the record on whole.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Tuple, Union
+from typing import Any, List, Mapping, Optional, Tuple, Union
 
 from envdoctor.facts import Unrecorded, expect, shaped
 
@@ -34,6 +35,10 @@ class RunView:
     @property
     def ending_kind(self) -> str:
         return self.ending.get("kind", "")
+
+    def output_lines(self, stream: Optional[str] = None) -> List[str]:
+        """The command's last lines of output, of one stream ("stdout", "stderr") or of both."""
+        return [line["text"] for line in self.record.get("output_tail", ()) if stream is None or line["stream"] == stream]
 
 
 def ending_of(value: Any) -> Mapping[str, Any]:

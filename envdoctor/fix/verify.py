@@ -19,7 +19,8 @@ from envdoctor.collect.target import CollectorError, run_target_script
 from envdoctor.facts.target import normalize
 from envdoctor.fix.plan import Expectation
 from envdoctor.knowledge.wheels import cuda_family
-from envdoctor.probe import ProbeOptions, run_probe
+from envdoctor.probe.probing import run_probe
+from envdoctor.probe.runner import ProbeOptions
 from envdoctor.proc import run_child
 
 IMPORT_TIMEOUT_S = 300.0

@@ -19,10 +19,10 @@ from rich.text import Text
 
 from envdoctor.compare.readers import UNSET
 from envdoctor.compare.render import IMPACT_SEVERITY
+from envdoctor.escape import escaped
 from envdoctor.fleet.aggregate import FindingGroup, FleetView, MissingGroup, NodeView, OutlierGroup
 from envdoctor.model import Severity
 from envdoctor.render import kit
-from envdoctor.render.escape import escaped
 from envdoctor.render.kit import badge, cell
 from envdoctor.words import plural
 

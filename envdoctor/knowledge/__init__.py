@@ -3,6 +3,11 @@
 The tables change with every torch and CUDA release, so they live in CSV files beside this module
 (drivers, torch matrix, GPU architectures, NVIDIA wheels) and the modules here only load and query them.
 Lines starting with `#` in a data file are its header notes.
+
+What is known about SB3 model files lives here too, below the checks that judge a model and the
+`sb3/` feature that reads one: the CPython opcode tables and code layouts (bytecode.py, opcodes.json),
+the schedule entries SB3 rebuilds at load (sb3_schedules.py), what that means for a model under a
+target interpreter (sb3_verdicts.py) and the steps a model finding recommends (sb3_advice.py).
 """
 
 from __future__ import annotations

@@ -19,7 +19,7 @@ from envdoctor.collect.environ import RELEVANT
 from envdoctor.errors import UsageError
 from envdoctor.files import read_regular
 from envdoctor.model import Severity
-from envdoctor.render.escape import escape_control
+from envdoctor.escape import escape_control
 
 if sys.version_info >= (3, 11):
     import tomllib

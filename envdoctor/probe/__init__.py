@@ -1,28 +1,6 @@
 """The crash-isolated probe: run the real stack, stage by stage, in a child, and pin down what crashes.
 
-`run_probe` runs the ladder (target/ladder.py) under the diagnosed interpreter and, when a stage
-crashes, re-runs it under single environment variations to find the change that makes the crash go
-away (a stage that ran out of time is not bisected: every re-run would wait out the same limit). Its result is plain JSON-able data: it is stored as `Report.probe` and judged by the
-pure checks in checks/probe.py, so `check --from` re-judges a recorded probe.
+`probing.run_probe` runs the ladder and bisects its crash; what it records (`result`) and the
+environment changes bisection tries (`variations`) are plain data that the fact views and the pure
+checks read without loading the runner, so this package's own import loads nothing.
 """
-
-from typing import Mapping
-
-from envdoctor import proc
-from envdoctor.probe.bisection import bisect, worth_bisecting
-from envdoctor.probe.runner import ProbeOptions, run_ladder
-
-
-def run_probe(python: str, environ: Mapping[str, str], options: ProbeOptions = ProbeOptions()) -> dict:
-    """The probe's JSON-able result: the ladder and, when a stage crashed, its bisection."""
-    result = run_ladder(python, environ, options, on_event=options.on_event)
-    if proc.interrupted():  # Ctrl-C killed the ladder: its ending says nothing about the stack
-        return result.to_json()
-    if result.fatal and options.on_event:
-        options.on_event({"event": "died", "stage": result.fatal.id, "status": result.fatal.status.value, "reason": result.fatal.reason})
-    if result.fatal and options.bisect and worth_bisecting(result.fatal):
-        result = bisect(result, environ, options)
-    return result.to_json()
-
-
-__all__ = ["ProbeOptions", "run_probe"]

@@ -12,7 +12,8 @@ from __future__ import annotations
 import re
 from typing import List, Mapping, Optional, Sequence, Tuple
 
-from envdoctor.probe import ladder, tracebacks
+from envdoctor.crash import tracebacks
+from envdoctor.probe import ladder
 from envdoctor.probe.result import Ending, ProbeResult, StageResult, StageStatus
 from envdoctor.proc import ChildResult
 

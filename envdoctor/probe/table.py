@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import List, Mapping, Optional, Tuple
 
-from envdoctor.capture import stacks
+from envdoctor.crash import stacks
 from envdoctor.probe.result import Ending, ProbeResult, StageResult, StageStatus
 
 

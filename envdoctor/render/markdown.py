@@ -8,8 +8,8 @@ from typing import Dict, List, Mapping, Tuple
 
 from envdoctor.model import POWERSHELL, PYTHON, Finding, Remedy, Report
 from envdoctor.probe import table as probe_table
+from envdoctor.escape import escape_control, escaped
 from envdoctor.render import diagnosis, domain_title, headline, not_checked, part, summary_line
-from envdoctor.render.escape import escape_control, escaped
 from envdoctor.render.kit import BADGES, cell, fence
 from envdoctor.words import gib
 

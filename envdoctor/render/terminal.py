@@ -13,10 +13,9 @@ from rich.text import Text
 
 from envdoctor.model import POWERSHELL, PYTHON, CheckStatus, Finding, Remedy, Report, Severity
 from envdoctor.probe import table as probe_table
+from envdoctor.escape import escape_control, escaped
 from envdoctor.probe.result import StageStatus
-from envdoctor.render import diagnosis, domain_title, grouped, headline, summary_line, unchecked_reason
-from envdoctor.render import kit
-from envdoctor.render.escape import escape_control, escaped
+from envdoctor.render import diagnosis, domain_title, grouped, headline, kit, summary_line, unchecked_reason
 from envdoctor.render.kit import GLYPHS, glyph, say
 
 SKIPPED = ("-", "dim")

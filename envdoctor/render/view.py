@@ -6,8 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol
 
+from envdoctor import document
 from envdoctor.model import Report
-from envdoctor.render import json as json_renderer
 from envdoctor.render import markdown, terminal
 
 
@@ -38,4 +38,4 @@ class ReportRenderer:
         return markdown.render(self.report)
 
     def json(self) -> str:
-        return json_renderer.render(self.report)
+        return document.render(self.report)

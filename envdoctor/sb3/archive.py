@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import Any, BinaryIO, Dict, List, Optional
 
 from envdoctor.errors import EnvdoctorError
+from envdoctor.escape import escape_control
 from envdoctor.files import nested_deeper
-from envdoctor.render.escape import escape_control
 
 DATA = "data"
 VERSION = "_stable_baselines3_version"

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Optional
 
-from envdoctor.sb3 import bytecode
-from envdoctor.sb3.bytecode import FAMILY_MINORS
+from envdoctor.knowledge import bytecode
+from envdoctor.knowledge.bytecode import FAMILY_MINORS
 from envdoctor.sb3.pickle_vm import Call, Dict_, Global, OutOfBand, Persistent, Set_, Trace, callee
 
 CODE_FIELDS = {

@@ -20,7 +20,7 @@ import builtins
 from dataclasses import dataclass, field
 from typing import Iterable, List, Mapping, NamedTuple, Sequence, Set, Tuple
 
-from envdoctor.sb3 import bytecode
+from envdoctor.knowledge import bytecode
 from envdoctor.sb3.allowlist import Allowlist
 
 BUILTIN_NAMES = frozenset(dir(builtins))

@@ -1,6 +1,6 @@
 """Static forensics of one SB3 model zip: what it holds, who saved it, what loading it would run.
 
-The result is plain JSON-able facts (target-independent); `envdoctor.sb3.verdicts` judges them
+The result is plain JSON-able facts (target-independent); `envdoctor.knowledge.sb3_verdicts` judges them
 against a target interpreter. Nothing is unpickled.
 """
 
@@ -11,7 +11,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional
 
-from envdoctor.sb3 import bytecode, classify, optimizer, pickle_vm, schedules, system_info, weights_only
+from envdoctor.knowledge import bytecode, sb3_schedules
+from envdoctor.sb3 import classify, optimizer, pickle_vm, system_info, weights_only
 from envdoctor.sb3.archive import SYSTEM_INFO, VERSION, ModelArchive
 
 # The policy module names the algorithm class to call `.load` on.
@@ -93,7 +94,7 @@ def inspect_model(path: Path) -> Dict[str, Any]:
             lr_reads["value"] = optimizer.last_learning_rate(model)
             return lr_reads["value"]
 
-        plan = schedules.plan(model.data, by_key, {}, optimizer_lr)
+        plan = sb3_schedules.plan(model.data, by_key, {}, optimizer_lr)
         version = model.text(VERSION)
         return {
             "path": str(path),
@@ -104,8 +105,8 @@ def inspect_model(path: Path) -> Dict[str, Any]:
             "producer": producer(info, entries),
             "algorithm": algorithm(model.data, by_key),
             "plain_keys": sorted(k for k, v in model.data.items() if not serialized(v)),
-            "unusable_numbers": {k: repr(model.data[k]) for k in schedules.SCHEDULE_KEYS if k in model.data and not serialized(model.data[k])
-                                 and not schedules.plain_ok(k, model.data[k])},
+            "unusable_numbers": {k: repr(model.data[k]) for k in sb3_schedules.SCHEDULE_KEYS if k in model.data and not serialized(model.data[k])
+                                 and not sb3_schedules.plain_ok(k, model.data[k])},
             "entries": entries,
             "weights": weights(model),
             "schedules": plan,

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
+from envdoctor.knowledge.sb3_schedules import usable
 from envdoctor.sb3 import pickle_vm
 from envdoctor.sb3.archive import OPTIMIZER, ModelArchive
-from envdoctor.sb3.schedules import usable
 from envdoctor.sb3.weights_only import UNREADABLE, inner_pickles
 
 

@@ -14,12 +14,12 @@ from rich.text import Text
 
 from envdoctor.model import Report
 from envdoctor.render import markdown as markdown_renderer
+from envdoctor.escape import escaped
+from envdoctor.knowledge import sb3_verdicts
 from envdoctor.render import kit, summary_line
-from envdoctor.render.escape import escaped
 from envdoctor.render.diagnosis import markdown_lines
 from envdoctor.render.terminal import diagnosis_block, finding_block
 from envdoctor.render.view import ReportRenderer
-from envdoctor.sb3 import verdicts
 
 SHOWN = 20  # list items shown per model; the JSON report keeps them all
 SAVED_WITH = (("python", "Python"), ("stable_baselines3", "SB3"), ("torch", "torch"), ("numpy", "NumPy"), ("gymnasium", "Gymnasium"), ("gym", "Gym"), ("cloudpickle", "cloudpickle"), ("os", "OS"))
@@ -76,14 +76,14 @@ def listed(items: List[Any]) -> str:
 
 def entry_lines(model: Mapping[str, Any], target: Mapping[str, Any]) -> Iterator[tuple]:
     """(indent, text) rows for every `:serialized:` entry."""
-    minor = verdicts.target_minor(target)
+    minor = sb3_verdicts.target_minor(target)
     for entry in model["entries"][:SHOWN]:
         numpy = f", NumPy {entry['numpy_major']} pickle" if entry["numpy_major"] else ""
         yield 2, f"{entry['key']:<24} {entry['verdict']:<10} {entry['bytes']} bytes{numpy}; needs {listed(entry['modules']) or 'nothing'}"
         for reason in bounded(entry["reasons"]) if entry["verdict"] in ("dangerous", "corrupt") or not entry["functions"] else ():
             yield 6, reason
         for function in entry["functions"][:SHOWN]:
-            first, *rest = function_lines(function, verdicts.effect(function, minor).value)
+            first, *rest = function_lines(function, sb3_verdicts.effect(function, minor).value)
             yield 6, first
             for line in rest:
                 yield 8, line

@@ -2,7 +2,7 @@
 
 The copy's `data` holds only pickles the sanitiser wrote itself (pickle_writer.py) from the typed values
 of entries proven data only (data_only.py), in the form pickle writes them. Schedule keys that are not
-data only are replaced by plain numbers (schedules.py); other entries that are not data only are dropped
+data only are replaced by plain numbers (knowledge/sb3_schedules.py); other entries that are not data only are dropped
 with a line in the audit member when SB3 rebuilds them at load (DROPPABLE), and otherwise the copy is
 refused with one line naming them. Not one byte of an input pickle is copied. `.pth` members are copied
 only when torch.load(weights_only=True) would load them (weights_only.py), else the copy is refused;
@@ -31,8 +31,9 @@ from typing import Any, Dict, Mapping, Optional
 
 from envdoctor import __version__
 from envdoctor.errors import UsageError
-from envdoctor.render.escape import escape_control
-from envdoctor.sb3 import advice, classify, optimizer, pickle_vm, pickle_writer, schedules
+from envdoctor.escape import escape_control
+from envdoctor.knowledge import sb3_advice, sb3_schedules
+from envdoctor.sb3 import classify, optimizer, pickle_vm, pickle_writer
 from envdoctor.sb3.archive import AUDIT, DATA, SYSTEM_INFO, VERSION, ModelArchive, ModelFileError
 from envdoctor.sb3.forensics import inspect_model, serialized
 from envdoctor.sb3.weights_only import is_pth
@@ -60,7 +61,7 @@ class Sanitized:
 
 
 def refuse_blockers(facts: Mapping[str, Any]) -> None:
-    blockers = advice.sanitize_blockers(facts)
+    blockers = sb3_advice.sanitize_blockers(facts)
     if blockers:
         details = escape_control("; ".join(f"{e['key']} ({e['verdict']}: {', '.join(e['reasons']) or 'unreadable'})" for e in blockers), multiline=False)
         raise UsageError(
@@ -162,11 +163,11 @@ def new_data(source: Path, data: Mapping[str, Any], facts: Mapping[str, Any], re
             written[key] = replaced[key]["value"]
         elif not serialized(value):
             written[key] = value
-        elif entries[key]["verdict"] == advice.SOUND:
+        elif entries[key]["verdict"] == sb3_advice.SOUND:
             written[key] = rewritten_entry(source, key, value)
             rewritten.append(key)
         else:
-            dropped[key] = f"{entries[key]['verdict']}: {advice.DROPPABLE[key]}"
+            dropped[key] = f"{entries[key]['verdict']}: {sb3_advice.DROPPABLE[key]}"
     return written, dropped, tuple(rewritten)
 
 
@@ -238,7 +239,7 @@ def sanitize(source: Path, output: Path, overrides: Mapping[str, Optional[float]
         refuse_weights(facts)
         entries = {e["key"]: e for e in facts["entries"]}
         last_lr = lru_cache(maxsize=1)(lambda: optimizer.last_learning_rate(model))
-        replaced = schedules.plan(model.data, entries, overrides, last_lr)
+        replaced = sb3_schedules.plan(model.data, entries, overrides, last_lr)
         data, dropped, rewritten = new_data(source, model.data, facts, replaced)
         dropped.update({f"member {name}": "SB3 never reads it" for name in model.infos if name not in (DATA, AUDIT) and not kept(name)})
         copied = write(model, output, json.dumps(data, indent=4).encode("utf-8"), audit(source, replaced, dropped, rewritten), force)

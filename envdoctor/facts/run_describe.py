@@ -1,11 +1,12 @@
-"""Words for what happened to a run, shared by its verdicts and by the line `run` prints after a clean
-exit: where it crashed, which signals were forwarded, which processes were left behind."""
+"""Words for what happened to a run, shared by its verdicts, its renderers and the line `run` prints
+after a clean exit: where it crashed, which signals were forwarded, which processes were left behind,
+and how its memory grew (the caption the verdict and the chart both show)."""
 
 from __future__ import annotations
 
 from typing import List, Optional
 
-from envdoctor.capture import stacks
+from envdoctor.crash import stacks
 from envdoctor.words import plural
 
 
@@ -55,3 +56,28 @@ def native_top(thread: Optional[dict], run: dict) -> Optional[str]:
         return None
     top = frames[0]
     return top["function"] + (f" ({top['location']})" if top.get("location") else "")
+
+
+def amount(n: Optional[float]) -> str:
+    if n is None:
+        return "?"
+    return f"{n / 2 ** 30:.1f} GiB" if n >= 2 ** 30 else f"{n / 2 ** 20:.0f} MiB"
+
+
+def about(seconds: float) -> str:
+    """A projected time, as roughly as it is known: "~40 s", "~6 min", "~3.5 h", "~4 days"."""
+    if seconds < 120:
+        return f"~{seconds:.0f} s"
+    if seconds < 2 * 3600:
+        return f"~{seconds / 60:.0f} min"
+    if seconds < 2 * 86400:
+        return f"~{seconds / 3600:.1f} h"
+    return f"~{seconds / 86400:.0f} days"
+
+
+def growth_caption(growth: dict) -> str:
+    """e.g. "RSS grows 12 MiB/min; reaches the 2.0 GiB address-space limit at ~6 min"."""
+    text = f"RSS grows {amount(growth['slope_bytes_per_min'])}/min"
+    if growth.get("projected_s") is not None:
+        text += f"; reaches the {amount(growth['limit_bytes'])} {growth['limit_name']} limit at {about(growth['projected_s'])}"
+    return text

@@ -1,4 +1,8 @@
-"""The JSON report: the versioned document to attach to a bug ticket."""
+"""The JSON report: the versioned document to attach to a bug ticket.
+
+A floor below the renderers and the store, since both write it: the JSON view prints it and `store`
+saves it.
+"""
 
 from __future__ import annotations
 

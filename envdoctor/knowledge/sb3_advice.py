@@ -13,7 +13,7 @@ import shlex
 from pathlib import PurePath
 from typing import Any, Mapping
 
-from envdoctor.sb3.schedules import SCHEDULE_KEYS
+from envdoctor.knowledge.sb3_schedules import SCHEDULE_KEYS
 
 SOUND = "data"  # the one verdict that needs no replacing: anything else, judged or not, is unsound
 # Entries SB3's `_setup_model` sets again after `model.__dict__.update(data)` (base_class.py `load`).

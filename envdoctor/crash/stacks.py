@@ -17,8 +17,7 @@ import re
 import stat
 from typing import Iterable, List, Optional
 
-from envdoctor.capture import bounds
-from envdoctor.probe import tracebacks
+from envdoctor.crash import bounds, tracebacks
 
 # The standard library (not site-packages): frames there are plumbing, not what a thread is "for".
 STDLIB = re.compile(r"([/\\][Ll]ib[/\\]python\d+(\.\d+)?t?[/\\](?!(site|dist)-packages[/\\])|^<frozen )")

@@ -11,7 +11,7 @@ from __future__ import annotations
 import enum
 from typing import Any, Dict, List, Mapping, Optional
 
-from envdoctor.sb3 import bytecode
+from envdoctor.knowledge import bytecode
 
 WHEN_RUN = {
     "learning_rate": "while loading (the policy is built with lr_schedule(1))",
