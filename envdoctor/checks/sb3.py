@@ -36,7 +36,13 @@ def name(model: Mapping[str, Any]) -> str:
 
 
 def remedies(model: Mapping[str, Any], keys: Iterable[str]) -> tuple:
-    """The custom_objects load call and the sanitize command, where they cover `keys`."""
+    """The custom_objects load call and the sanitize command, where they cover `keys`; for a pickle or
+    torch file that is not an SB3 archive (sb3/pickle_file.py), reading it where it was written."""
+    if model.get("kind") in ("pickle", "torch"):
+        return (Remedy(
+            f"Read {name(model)} under the Python that wrote it, or write it again here from the code that made it "
+            "(a file that moves between machines and Python versions should hold data, not pickled functions)."
+        ),)
     keys = set(keys)
     steps = []
     if keys <= set(model.get("schedules", {})) and keys:

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, Dict, Iterable
 
 from envdoctor.collect.target import CollectorError, run_target_script
-from envdoctor.sb3.forensics import inspect_model
+from envdoctor.sb3.pickle_file import inspect_file
 
 
 def target_facts(python: str, modules: Iterable[str]) -> Dict[str, Any]:
@@ -23,7 +23,8 @@ def target_facts(python: str, modules: Iterable[str]) -> Dict[str, Any]:
 
 
 def models_facts(python: str, paths: Iterable[Path]) -> Dict[str, Any]:
-    """{"files": [forensics per model], "target": {...}} for the `models` fact section."""
-    files = [inspect_model(Path(p)) for p in paths]
+    """{"files": [forensics per model], "target": {...}} for the `models` fact section: SB3 archives, and
+    the other pickle and torch files (sb3/pickle_file.py); a file neither reader can judge is left out."""
+    files = [f for f in (inspect_file(Path(p)) for p in paths) if f is not None]
     modules = {m for f in files for e in f["entries"] for m in e["modules"]}
     return {"files": files, "target": target_facts(python, modules)}
