@@ -100,6 +100,8 @@ THREADS = [
     ("https://github.com/nextflow-io/nextflow/issues/5932", "slurmstepd: error: Detected 1 oom_kill event in StepId=11300781.0. Some of the step tasks have been OOM Killed.", "slurm-oom", None),
     ("https://github.com/lanl/PyBNF/issues/118", "slurmstepd: error: Detected 2 oom-kill event(s) in step 3756240.batch cgroup.", "slurm-oom", None),
     ("https://github.com/equinor/ert/issues/7797", "[havb@be-lx139213:~]$ perl -wE 'my @xs; for (1..2**20) { push @xs, q{a} x 2**20 }; say scalar @xs;'\nKilled", "shell-killed", None),
+    ("https://github.com/ansible/ansible/issues/13830", "    sl = self._semlock = _multiprocessing.SemLock(kind, value, maxvalue)\nOSError: [Errno 13] Permission denied", "shm-permission", None),
+    ("https://github.com/yadayada/acd_cli/issues/535", '    SemLock.__init__(self, SEMAPHORE, 1, 1, ctx=ctx)\n  File "/usr/lib64/python3.4/multiprocessing/synchronize.py", line 60, in __init__\n    unlink_now)\nPermissionError: [Errno 13] Permission denied', "shm-permission", None),
     ("https://github.com/maudzung/SFA3D/issues/82", "TypeError: Descriptors cannot not be created directly.", "protobuf-descriptors", None),
 ]
 
