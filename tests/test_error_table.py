@@ -102,6 +102,10 @@ THREADS = [
     ("https://github.com/equinor/ert/issues/7797", "[havb@be-lx139213:~]$ perl -wE 'my @xs; for (1..2**20) { push @xs, q{a} x 2**20 }; say scalar @xs;'\nKilled", "shell-killed", None),
     ("https://github.com/ansible/ansible/issues/13830", "    sl = self._semlock = _multiprocessing.SemLock(kind, value, maxvalue)\nOSError: [Errno 13] Permission denied", "shm-permission", None),
     ("https://github.com/yadayada/acd_cli/issues/535", '    SemLock.__init__(self, SEMAPHORE, 1, 1, ctx=ctx)\n  File "/usr/lib64/python3.4/multiprocessing/synchronize.py", line 60, in __init__\n    unlink_now)\nPermissionError: [Errno 13] Permission denied', "shm-permission", None),
+    ("https://github.com/VITA-Group/SLaK/issues/18", "from torch._six import inf\nModuleNotFoundError: No module named 'torch._six'", "torch-six", None),
+    ("https://github.com/helpshift/pypiprivate/issues/15", "from markupsafe import Markup, escape, soft_unicode\nImportError: cannot import name 'soft_unicode' from 'markupsafe'", "markupsafe-soft-unicode", None),
+    ("https://github.com/TUMcps/human-robot-gym/issues/5", "ERROR: GLEW initalization error: Missing GL version\n\nPress Enter to exit ...", "glew-missing-gl", None),
+    ("https://github.com/openai/mujoco-py/issues/545", "ERROR: GLEW initialization error: Missing GL version", "glew-missing-gl", None),
     ("https://github.com/maudzung/SFA3D/issues/82", "TypeError: Descriptors cannot not be created directly.", "protobuf-descriptors", None),
 ]
 
