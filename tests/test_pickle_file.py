@@ -13,6 +13,7 @@ import cloudpickle
 import pytest
 
 from envdoctor.sb3.archive import ModelFileError
+from envdoctor.sb3.facts import models_facts
 from envdoctor.sb3.pickle_file import inspect_file
 
 PWNED = "envdoctor-pickle-file-test-ran-code"
@@ -83,3 +84,12 @@ def test_a_torch_checkpoint_is_read_through_its_data_pkl(tmp_path):
     [entry] = model["entries"]
     assert entry["verdict"] in ("code", "dangerous")
     assert any(f["qualname"].endswith("<lambda>") for f in entry["functions"])
+
+
+def test_the_target_interpreter_is_asked_only_when_a_file_needs_it(tmp_path):
+    data, code = tmp_path / "stats.pkl", tmp_path / "schedule.pkl"
+    data.write_bytes(pickle.dumps({"mean": [0.5, 1.5]}))
+    code.write_bytes(cloudpickle.dumps(linear(3e-4)))
+    plain = models_facts(sys.executable, [data])
+    assert [f["path"] for f in plain["files"]] == [str(data)] and plain["target"] == {}
+    assert models_facts(sys.executable, [data, code])["target"]["python"]["version"].startswith(f"{sys.version_info[0]}.{sys.version_info[1]}")
