@@ -329,6 +329,8 @@ def test_a_plain_cloudpickle_from_another_python_that_segfaults_is_inspected_and
     assert cause["summary"] == "schedule.pkl holds code pickled by Python 3.13; this is Python 3.11: calling it can segfault"
     assert any(line.startswith(f"the program opened {tmp_path / 'schedule.pkl'}") for line in cause["evidence"])
     assert "under the Python that wrote it" in cause["remedy"]["summary"]
+    [finding] = [f for f in report["findings"] if f["id"] == "sb3.foreign-bytecode"]
+    assert "`schedule.pkl` (schedule.<locals>.func) runs when the program calls it" in finding["explanation"]
 
 
 @pytest.mark.parametrize("changes", [
