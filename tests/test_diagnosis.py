@@ -307,7 +307,7 @@ cloudpickle.dump(schedule(3e-4), open(sys.argv[1], "wb"))
 
 
 @pytest.mark.slow
-def test_a_plain_cloudpickle_from_another_python_that_segfaults_is_tied_to_the_pickle_it_came_from(venvs, tmp_path):
+def test_a_plain_cloudpickle_from_another_python_that_segfaults_is_inspected_and_named_as_the_cause(venvs, tmp_path):
     from conftest import pyenv_python
 
     maker = write(tmp_path / "maker.py", MAKE_FOREIGN_PICKLE)
@@ -325,8 +325,12 @@ def test_a_plain_cloudpickle_from_another_python_that_segfaults_is_tied_to_the_p
     assert report["run"]["ending"]["kind"] == "signal", report["stderr"]
     assert str(tmp_path / "schedule.pkl") in report["run"]["opened_files"]
     cause = report["diagnosis"][0]
-    assert (cause["id"], cause["confidence"]) == ("run.foreign-code", "likely")
-    assert cause["summary"].startswith("The crash is in func (") and "schedule.pkl" in cause["summary"]
+    assert (cause["id"], cause["confidence"]) == ("sb3.foreign-bytecode", "confirmed")
+    assert cause["summary"] == "schedule.pkl holds code pickled by Python 3.13; this is Python 3.11: calling it can segfault"
+    assert any(line.startswith(f"the program opened {tmp_path / 'schedule.pkl'}") for line in cause["evidence"])
+    assert "under the Python that wrote it" in cause["remedy"]["summary"]
+    [finding] = [f for f in report["findings"] if f["id"] == "sb3.foreign-bytecode"]
+    assert "`schedule.pkl` (schedule.<locals>.func) runs when the program calls it" in finding["explanation"]
 
 
 @pytest.mark.parametrize("changes", [

@@ -37,7 +37,7 @@ PASTED = [
 
 def test_every_row_is_well_formed_and_sourced():
     rows = known_errors()
-    assert len(rows) >= 100
+    assert len(rows) >= 250
     assert len({r.kind for r in rows}) == len(rows)
     for row in rows:
         assert row.cause and row.sources, row.kind
@@ -72,3 +72,47 @@ def test_the_message_is_read_before_the_output_around_it():
     output = "UserWarning: CUDA initialization: The NVIDIA driver on your system is too old (found version 11040)"
     assert classify_message(message, f"{message}\n{output}", message).kind == "missing-module"
     assert classify_message("RuntimeError: worker failed", f"RuntimeError: worker failed\n{output}", "x").kind == "cuda-driver-too-old"
+
+
+# Messages copied from the issue threads where users hit them (not the patterns), with the thread, the
+# kind each must get and what it must name (None: not checked).
+THREADS = [
+    ("https://github.com/mozilla/translations/issues/1167", "[train] [nvidia-smi(stdout)] Failed to initialize NVML: Driver/library version mismatch", "nvml-driver-mismatch", None),
+    ("https://github.com/NVIDIA/nvidia-docker/issues/1671", "root@098b49afe624:/# nvidia-smi \nFailed to initialize NVML: Unknown Error", "nvml-unknown-error", None),
+    ("https://github.com/NVIDIA/nvidia-docker/issues/988", "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. Make sure\n > that the latest NVIDIA driver is installed and running.", "nvidia-smi-no-driver", None),
+    ("https://github.com/NVIDIA/nvidia-docker/issues/1034", 'docker: Error response from daemon: could not select device driver "" with capabilities: [[gpu]].', "container-no-gpu-driver", None),
+    ("https://github.com/NVIDIA/nvidia-docker/issues/1629", "container init caused: Running hook #0:: error running hook: exit status 1, stdout: , stderr: nvidia-container-cli: initialization error: nvml error: driver not loaded: unknown.", "container-nvml", None),
+    ("https://github.com/OpenTalker/SadTalker/issues/323", "Could not load library libcudnn_cnn_infer.so.8. Error: libcuda.so: cannot open shared object file: No such file or directory\nPlease make sure libcudnn_cnn_infer.so.8 is in your library path!", "libcuda-missing", None),
+    ("https://github.com/jianchang512/stt/issues/76", "Could not load library libcudnn_ops_infer.so.8. Error: libcudnn_ops_infer.so.8: cannot open shared object file: No such file or directory", "cudnn-library-load", "libcudnn_ops_infer.so.8"),
+    ("https://github.com/InternRobotics/HIMLoco/issues/14", "RuntimeError: nvrtc: error: invalid value for --gpu-architecture (-arch)", "nvrtc-arch", None),
+    ("https://github.com/facebookresearch/pytorchvideo/issues/271", "    import torchvision.transforms.functional_tensor as F_t\nModuleNotFoundError: No module named 'torchvision.transforms.functional_tensor'", "torchvision-functional-tensor", None),
+    ("https://github.com/protocolbuffers/protobuf/issues/10064", "TypeError: Descriptors cannot not be created directly.\nIf this call came from a _pb2.py file, your generated code is out of date and must be regenerated with protoc >= 3.19.0.", "protobuf-descriptors", None),
+    ("https://github.com/pypa/pip/issues/12358", "AttributeError: module 'pkgutil' has no attribute 'ImpImporter'. Did you mean: 'zipimporter'?", "pkgutil-impimporter", None),
+    ("https://github.com/pytorch/pytorch/issues/69894", "    LooseVersion = distutils.version.LooseVersion\nAttributeError: module 'distutils' has no attribute 'version'", "distutils-version", None),
+    ("https://github.com/stanford-futuredata/ColBERT/issues/350", "    from pkg_resources import packaging  # type: ignore[attr-defined]\nImportError: cannot import name 'packaging' from 'pkg_resources'", "pkg-resources-packaging", None),
+    ("https://github.com/torchpipe/torchpipe/pull/62", "ModuleNotFoundError: No module named 'pkg_resources'", "pkg-resources-missing", None),
+    ("https://github.com/open-mmlab/mmocr/issues/90", "ImportError: libGL.so.1: cannot open shared object file: No such file or directory", "opencv-system-libs", "libGL.so.1"),
+    ("https://github.com/rusty1s/pytorch_cluster/issues/100", "OSError: ~/miniconda3/envs/py38/lib/python3.8/site-packages/torch_cluster/_grid_cuda.so: undefined symbol: _ZNK3c104Type14isSubtypeOfExtESt10shared_ptrIS0_EPSo", "torch-extension-abi", "_ZNK3c104Type14isSubtypeOfExtESt10shared_ptrIS0_EPSo"),
+    ("https://github.com/rusty1s/pytorch_sparse/issues/29", "miniconda3/lib/python3.6/site-packages/torch_sparse/unique_cuda.cpython-36m-x86_64-linux-gnu.so: undefined symbol: _ZN3c106Device8validateEv", "torch-extension-abi", None),
+    ("https://github.com/pytorch/pytorch/issues/148411", "ImportError: /opt/pyenv/lib/python3.12/site-packages/nvfuser/_C.cpython-312-x86_64-linux-gnu.so: undefined symbol: _ZN4c10d8TCPStoreC1ESsRKNS_15TCPStoreOptionsE", "torch-extension-abi", None),
+    ("https://github.com/DLR-RM/stable-baselines3/issues/171", '    deserialized_object = cloudpickle.loads(base64_object)\nTypeError: an integer is required (got type bytes)', "code-integer-required", None),
+    ("https://github.com/pytorch/ort/issues/102", "Error: mkl-service + Intel(R) MKL: MKL_THREADING_LAYER=INTEL is incompatible with libgomp.so.1 library.\n\tTry to import numpy first or set the threading layer accordingly. Set MKL_SERVICE_FORCE_INTEL to force it.", "mkl-threading-layer", None),
+    ("https://github.com/nextflow-io/nextflow/issues/5932", "slurmstepd: error: Detected 1 oom_kill event in StepId=11300781.0. Some of the step tasks have been OOM Killed.", "slurm-oom", None),
+    ("https://github.com/lanl/PyBNF/issues/118", "slurmstepd: error: Detected 2 oom-kill event(s) in step 3756240.batch cgroup.", "slurm-oom", None),
+    ("https://github.com/equinor/ert/issues/7797", "[havb@be-lx139213:~]$ perl -wE 'my @xs; for (1..2**20) { push @xs, q{a} x 2**20 }; say scalar @xs;'\nKilled", "shell-killed", None),
+    ("https://github.com/ansible/ansible/issues/13830", "    sl = self._semlock = _multiprocessing.SemLock(kind, value, maxvalue)\nOSError: [Errno 13] Permission denied", "shm-permission", None),
+    ("https://github.com/yadayada/acd_cli/issues/535", '    SemLock.__init__(self, SEMAPHORE, 1, 1, ctx=ctx)\n  File "/usr/lib64/python3.4/multiprocessing/synchronize.py", line 60, in __init__\n    unlink_now)\nPermissionError: [Errno 13] Permission denied', "shm-permission", None),
+    ("https://github.com/VITA-Group/SLaK/issues/18", "from torch._six import inf\nModuleNotFoundError: No module named 'torch._six'", "torch-six", None),
+    ("https://github.com/helpshift/pypiprivate/issues/15", "from markupsafe import Markup, escape, soft_unicode\nImportError: cannot import name 'soft_unicode' from 'markupsafe'", "markupsafe-soft-unicode", None),
+    ("https://github.com/TUMcps/human-robot-gym/issues/5", "ERROR: GLEW initalization error: Missing GL version\n\nPress Enter to exit ...", "glew-missing-gl", None),
+    ("https://github.com/openai/mujoco-py/issues/545", "ERROR: GLEW initialization error: Missing GL version", "glew-missing-gl", None),
+    ("https://github.com/maudzung/SFA3D/issues/82", "TypeError: Descriptors cannot not be created directly.", "protobuf-descriptors", None),
+]
+
+
+@pytest.mark.parametrize("url, message, kind, named", THREADS, ids=[t[0].split("github.com/")[1] for t in THREADS])
+def test_a_message_from_an_issue_thread_is_classified_by_its_row(url, message, kind, named):
+    row = matching(message)
+    assert row is not None and row.kind == kind, (url, row and row.kind)
+    if named is not None:
+        assert row.named(message) == named

@@ -130,7 +130,8 @@ def is_model_archive(path: str) -> bool:
         return False
 
 
-MODEL_SUFFIXES = (".zip", ".pkl", ".pickle", ".pt", ".pth")
+PICKLE_SUFFIXES = (".pkl", ".pickle", ".pt", ".pth")
+MODEL_SUFFIXES = (".zip",) + PICKLE_SUFFIXES
 
 
 def model_files(run: Mapping) -> List[str]:
@@ -141,6 +142,6 @@ def model_files(run: Mapping) -> List[str]:
 
 
 def opened_models(run: Mapping) -> List[str]:
-    """Those of the model files that the model inspector reads (SB3 archives); the others stay in the
-    run's `opened_files`, where a crash in code that is not on this machine is tied to them."""
-    return [p for p in model_files(run) if is_model_archive(p)][:MAX_MODELS]
+    """Those of the model files that the model inspector reads: SB3 archives, and the pickle and torch
+    files (.pkl, .pickle, .pt, .pth) it judges like an SB3 entry (sb3/pickle_file.py)."""
+    return [p for p in model_files(run) if is_model_archive(p) or (p.lower().endswith(PICKLE_SUFFIXES) and os.path.isfile(p))][:MAX_MODELS]

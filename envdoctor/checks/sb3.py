@@ -36,7 +36,13 @@ def name(model: Mapping[str, Any]) -> str:
 
 
 def remedies(model: Mapping[str, Any], keys: Iterable[str]) -> tuple:
-    """The custom_objects load call and the sanitize command, where they cover `keys`."""
+    """The custom_objects load call and the sanitize command, where they cover `keys`; for a pickle or
+    torch file that is not an SB3 archive (sb3/pickle_file.py), reading it where it was written."""
+    if model.get("kind") in ("pickle", "torch"):
+        return (Remedy(
+            f"Read {name(model)} under the Python that wrote it, or write it again here from the code that made it "
+            "(a file that moves between machines and Python versions should hold data, not pickled functions)."
+        ),)
     keys = set(keys)
     steps = []
     if keys <= set(model.get("schedules", {})) and keys:
@@ -177,6 +183,11 @@ def corrupt_entry(facts: Mapping[str, Any]) -> Iterable[Finding]:
         )
 
 
+def when_run(model: Mapping[str, Any], row: Mapping[str, Any]) -> str:
+    """When the pickled function runs: SB3's use of its entry, or for a plain pickle file, when the program calls it."""
+    return "when the program calls it" if model.get("kind") in ("pickle", "torch") else row["runs"]
+
+
 @check("sb3.foreign-bytecode", "Code in a model pickled by another Python minor version", requires=("models",))
 def foreign_bytecode(facts: Mapping[str, Any]) -> Iterable[Finding]:
     here = target(facts)
@@ -194,7 +205,7 @@ def foreign_bytecode(facts: Mapping[str, Any]) -> Iterable[Finding]:
         fatal = crash or any(r["key"] not in SCHEDULE_KEYS for r in lost)
         parts = []
         if crash:
-            parts.append("Calling it can segfault: the bytecode is rebuilt without complaint and then run by an interpreter that reads it differently. " + "; ".join(f"`{r['key']}` ({r['qualname']}) runs {r['runs']}" for r in crash) + ".")
+            parts.append("Calling it can segfault: the bytecode is rebuilt without complaint and then run by an interpreter that reads it differently. " + "; ".join(f"`{r['key']}` ({r['qualname']}) runs {when_run(model, r)}" for r in crash) + ".")
         if lost:
             parts.append("Other code has another CodeType layout: unpickling raises TypeError, which SB3 turns into a warning and silently uses the constructor default instead (" + ", ".join(f"`{r['key']}`" for r in lost) + ").")
         undefined = {r["key"]: r["undefined_opcodes"] for r in rows if r["undefined_opcodes"]}

@@ -89,6 +89,11 @@ def classify(key: str, entry: Mapping[str, Any], system_info_minor: Optional[str
         payload = decode(entry.get(":serialized:"))
     except ValueError as error:
         return corrupt(key, type_text, str(error))
+    return classify_payload(key, type_text, payload, system_info_minor, budget)
+
+
+def classify_payload(key: str, type_text: Any, payload: bytes, system_info_minor: Optional[str], budget: Optional[pickle_vm.Budget] = None) -> Dict[str, Any]:
+    """Facts and a verdict for the pickle bytes `payload`, named `key` (an SB3 entry, or a pickle file)."""
     try:
         trace = pickle_vm.run(payload, budget)
     except pickle_vm.CorruptPickle as error:

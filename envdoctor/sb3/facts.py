@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Dict, Iterable
+from typing import Any, Dict, Iterable, List, Set
 
 from envdoctor.collect.target import CollectorError, run_target_script
-from envdoctor.sb3.forensics import inspect_model
+from envdoctor.sb3.pickle_file import inspect_file
 
 
 def target_facts(python: str, modules: Iterable[str]) -> Dict[str, Any]:
@@ -23,7 +23,15 @@ def target_facts(python: str, modules: Iterable[str]) -> Dict[str, Any]:
 
 
 def models_facts(python: str, paths: Iterable[Path]) -> Dict[str, Any]:
-    """{"files": [forensics per model], "target": {...}} for the `models` fact section."""
-    files = [inspect_model(Path(p)) for p in paths]
+    """{"files": [forensics per model], "target": {...}} for the `models` fact section: SB3 archives, and
+    the other pickle and torch files (sb3/pickle_file.py); a file neither reader can judge is left out."""
+    files = [f for f in (inspect_file(Path(p)) for p in paths) if f is not None]
     modules = {m for f in files for e in f["entries"] for m in e["modules"]}
-    return {"files": files, "target": target_facts(python, modules)}
+    return {"files": files, "target": target_facts(python, modules) if needs_target(files, modules) else {}}
+
+
+def needs_target(files: List[Dict[str, Any]], modules: Set[str]) -> bool:
+    """Whether any check has something to judge against the target: an SB3 archive (its versions), a
+    module to find, or pickled code to run there. A pickle file of plain data has none, and the run it
+    was opened by is spared starting the target interpreter."""
+    return bool(modules) or any("kind" not in f or any(e["functions"] for e in f["entries"]) for f in files)

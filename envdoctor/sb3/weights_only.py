@@ -17,7 +17,7 @@ import zipfile
 import zlib
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any, FrozenSet, Iterable, List, Set, Tuple
+from typing import Any, BinaryIO, FrozenSet, Iterable, List, Set, Tuple
 
 from envdoctor import package_data
 from envdoctor.sb3 import pickle_vm
@@ -64,26 +64,32 @@ def inner_pickles(model: ModelArchive, name: str) -> List[Tuple[str, bytes]]:
     Only a zip that torch also reads as one, with one member per name, is opened: zipfile finds a zip by its
     end record, torch by its first bytes, and two readers must not be shown two different data.pkl."""
     with model.open_stream(name, COMPRESSED_LIMIT) as stream:
-        if stream.read(len(ZIP_MAGIC)) != ZIP_MAGIC:
-            raise zipfile.BadZipFile("torch reads it as a legacy pickle")
-        stream.seek(0)
-        check_directory(stream, f"{model.path}: {name}")
-        with zipfile.ZipFile(stream) as inner:
-            found = []
-            names = [info.filename for info in inner.infolist()]
-            if len(set(names)) != len(names):
-                raise ModelFileError("its zip names a member twice (each reader may take another one)")
-            for info in inner.infolist():
-                if not info.filename.endswith(".pkl"):
-                    continue
-                if info.file_size > PICKLE_LIMIT:
-                    raise ModelFileError(f"{info.filename} declares {info.file_size} bytes (more than the {PICKLE_LIMIT} read)")
-                with inner.open(info) as pkl:
-                    data = pkl.read(PICKLE_LIMIT + 1)
-                if len(data) > PICKLE_LIMIT:
-                    raise ModelFileError(f"{info.filename} is larger than the {PICKLE_LIMIT} bytes read")
-                found.append((info.filename, data))
-            return found
+        return zip_pickles(stream, f"{model.path}: {name}")
+
+
+def zip_pickles(stream: BinaryIO, where: str) -> List[Tuple[str, bytes]]:
+    """(name, bytes) of every pickle in the torch zip `stream` (a member, or a .pt/.pth file itself);
+    raises one of UNREADABLE."""
+    if stream.read(len(ZIP_MAGIC)) != ZIP_MAGIC:
+        raise zipfile.BadZipFile("torch reads it as a legacy pickle")
+    stream.seek(0)
+    check_directory(stream, where)
+    with zipfile.ZipFile(stream) as inner:
+        found = []
+        names = [info.filename for info in inner.infolist()]
+        if len(set(names)) != len(names):
+            raise ModelFileError("its zip names a member twice (each reader may take another one)")
+        for info in inner.infolist():
+            if not info.filename.endswith(".pkl"):
+                continue
+            if info.file_size > PICKLE_LIMIT:
+                raise ModelFileError(f"{info.filename} declares {info.file_size} bytes (more than the {PICKLE_LIMIT} read)")
+            with inner.open(info) as pkl:
+                data = pkl.read(PICKLE_LIMIT + 1)
+            if len(data) > PICKLE_LIMIT:
+                raise ModelFileError(f"{info.filename} is larger than the {PICKLE_LIMIT} bytes read")
+            found.append((info.filename, data))
+        return found
 
 
 def member_reasons(model: ModelArchive, name: str) -> List[str]:
