@@ -27,7 +27,7 @@ from packaging.version import Version
 from envdoctor.errors import UsageError
 from envdoctor.facts import view_of
 from envdoctor.facts.conda import CondaView, shown
-from envdoctor.facts.target import normalize
+from envdoctor.facts.target import normalize, parse_version
 from envdoctor.fix.cuda_tied import tied_packages
 from envdoctor.fix.hardware import alternatives, hardware_verdict, known_variants, newest_that_runs
 from envdoctor.fix.installer import Installer
@@ -121,8 +121,8 @@ def put_back_words(stack: Stack) -> str:
 
 
 def python_of(facts: Mapping[str, Any]) -> Version:
-    """The target's Python as a version; a report without one plans for the oldest Python any torch has."""
-    return Version(target(facts).python_version or "3.0")
+    """The target's Python as a version; a report without a readable one plans for the oldest Python any torch has."""
+    return parse_version(target(facts).python_version) or Version("3.0")
 
 
 def dependents_note(facts: Mapping[str, Any], removed_families: Sequence[str]) -> Tuple[str, ...]:
