@@ -2,8 +2,8 @@
 
 SB3 never decodes a key given in `custom_objects`, so passing plain numbers for the schedule keys
 loads any model whose other entries are sound (docs/knowledge/sb3-model-files.md §4a, §4b). A few
-entries SB3 makes afresh at load, in `_setup_model` after the saved data is applied; sanitize drops them
-when they are not data only, instead of refusing (docs/knowledge/sb3-model-files.md §5, §8).
+entries SB3 makes afresh at load (in `_setup_model` after the saved data is applied, or ARS's noise schedule in
+`__init__` before it); sanitize drops them when they are not data only, instead of refusing (docs/knowledge/sb3-model-files.md §5, §8).
 """
 
 from __future__ import annotations
@@ -16,11 +16,14 @@ from typing import Any, Mapping
 from envdoctor.knowledge.sb3_schedules import SCHEDULE_KEYS
 
 SOUND = "data"  # the one verdict that needs no replacing: anything else, judged or not, is unsound
-# Entries SB3's `_setup_model` sets again after `model.__dict__.update(data)` (base_class.py `load`).
+# Entries SB3 sets at load without the saved value: `_setup_model` after `model.__dict__.update(data)`, or the
+# algorithm's `__init__` before it (base_class.py `load`), docs/knowledge/sb3-model-files.md §8.
 DROPPABLE = {
     "weights": "ARS sets it from the policy's parameters at load (_setup_model)",
     "_last_lstm_states": "RecurrentPPO makes fresh zero states at load (_setup_model)",
     "exploration_schedule": "DQN makes it again from exploration_initial_eps, _final_eps and _fraction at load (_setup_model)",
+    "delta_std_schedule": "ARS keeps the one its __init__ makes at load from the default delta_std 0.05; predicting never "
+    "uses it, training explores with 0.05 unless delta_std_schedule is set again",
 }
 
 
