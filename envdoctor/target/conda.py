@@ -35,7 +35,6 @@ RUNTIME = re.compile(r"^(libgomp|libiomp5|libomp|libopenblas|libmkl_[a-z_]+|libg
 MANAGERS = ("conda", "mamba", "micromamba")
 
 
-
 def open_regular(path):
     """`path` opened for reading in binary if it is a regular file, OSError otherwise: a FIFO would
     block the open until a writer comes, a device would never end (the doctor's envdoctor/files.py
@@ -49,6 +48,7 @@ def open_regular(path):
         os.close(descriptor)
         raise
     return os.fdopen(descriptor, "rb")
+
 
 def channel_name(channel):
     """ "https://conda.anaconda.org/conda-forge/linux-64" -> "conda-forge"; a bare name stays as it is."""

@@ -27,7 +27,6 @@ CHUNK = 2 ** 16
 SEPARATORS = re.compile(r"[-_.]+")
 
 
-
 def open_regular(path):
     """`path` opened for reading in binary if it is a regular file, OSError otherwise: a FIFO would
     block the open until a writer comes, a device would never end (the doctor's envdoctor/files.py
@@ -41,6 +40,7 @@ def open_regular(path):
         os.close(descriptor)
         raise
     return os.fdopen(descriptor, "rb")
+
 
 def normalize(name):
     return SEPARATORS.sub("-", name).lower()
