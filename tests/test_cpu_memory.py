@@ -68,9 +68,10 @@ def test_docker_default_shm_breaks_dataloader_workers(envdoctor, judged, tmp_pat
 
 
 def test_a_machine_without_dev_shm_is_told_so(envdoctor, tmp_path):
-    """Under ENVDOCTOR_ROOT there is no dev/shm: what a container started without one sees."""
+    """Under ENVDOCTOR_ROOT a Linux /proc but no dev/shm: what a container started without one sees."""
     root = tmp_path / "root"
-    root.mkdir()
+    (root / "proc").mkdir(parents=True)
+    (root / "proc" / "meminfo").write_text("MemTotal:       16384000 kB\nMemAvailable:    8192000 kB\nSwapTotal:             0 kB\n")
     run = envdoctor("check", "--no-save", "--no-probe", "--only", "memory", "--json", str(tmp_path / "r.json"), env={"ENVDOCTOR_ROOT": str(root)})
     assert run.returncode in (0, 1), run
     report = json.loads((tmp_path / "r.json").read_text())

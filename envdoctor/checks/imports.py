@@ -10,6 +10,7 @@ map to what provides them through knowledge/nvidia_wheels.csv and knowledge/impo
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 import re
 import shlex
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
@@ -23,12 +24,15 @@ from envdoctor.facts.system import SystemView
 from envdoctor.facts.target import TargetView, normalize
 from envdoctor.failures import Failure, classify_message, first_line
 from envdoctor.knowledge import rows, wheels
+from envdoctor.knowledge.errors import by_kind
 from envdoctor.model import Finding, Remedy, Severity
 
 STACK = ("torch", "numpy", "stable-baselines3", "sb3-contrib", "gymnasium")
 EXTRA = re.compile(r"""extra\s*==\s*['"]([^'"]+)['"]""")
 SONAME = re.compile(r"^(lib[\w+-]+)\.so\.(\d+)")
 BINARY_KINDS = ("numpy-abi", "glibc", "libstdcxx", "undefined-symbol", "crashed")
+# The dynamic loader's own kinds, each with remedies of its own below.
+LOADER_KINDS = ("missing-library", "undefined-symbol", "glibc", "libstdcxx")
 
 
 def error_line(result: Mapping[str, Any]) -> str:
@@ -49,7 +53,21 @@ def classify(result: Mapping[str, Any]) -> Failure:
         return Failure("exited", f"ended the interpreter (exit code {result.get('returncode')})", "", line)
     error = result.get("error") or {}
     message = f"{error.get('type')}: {error.get('message', '')}"
-    return classify_message(message, f"{message}\n{result.get('output', '')}", line)
+    return as_loader_failure(classify_message(message, f"{message}\n{result.get('output', '')}", line), message)
+
+
+def as_loader_failure(failure: Failure, message: str) -> Failure:
+    """A failure the error table names more precisely than the loader does (a CUDA library, a system
+    graphics library, a torch extension's symbol) is still the loader's kind here: its remedies act on
+    the library or symbol the error names, whichever row matched first. The table's wording is kept."""
+    if failure.kind in LOADER_KINDS:
+        return failure
+    for kind in LOADER_KINDS:
+        row = by_kind(kind)
+        found = row.pattern.search(message) if row is not None else None
+        if found:
+            return replace(failure, kind=kind, named=row.named(message) or failure.named)
+    return failure
 
 
 def import_facts(facts: Mapping[str, Any]) -> Mapping[str, Any]:

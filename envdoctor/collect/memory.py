@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import sys
 from typing import Optional, Tuple
 
 from envdoctor import host
@@ -21,13 +20,13 @@ def meminfo_bytes(text: Optional[str]) -> dict:
     return values
 
 
-def shm_bytes() -> Tuple[Optional[int], Optional[int], Optional[str]]:
-    """The size of /dev/shm, how much of it is free, and on Linux, where it should be, why it could not
-    be measured (a container started without it has none)."""
+def shm_bytes(linux: bool) -> Tuple[Optional[int], Optional[int], Optional[str]]:
+    """The size of /dev/shm, how much of it is free, and on Linux (a host with /proc), where it should be,
+    why it could not be measured (a container started without it has none)."""
     try:
         stat = os.statvfs(host.path("/dev/shm"))
     except OSError as error:
-        return None, None, (error.strerror or str(error)) if sys.platform.startswith("linux") else None
+        return None, None, (error.strerror or str(error)) if linux else None
     return stat.f_frsize * stat.f_blocks, stat.f_frsize * stat.f_bavail, None
 
 
@@ -43,12 +42,13 @@ def portable_memory() -> tuple:
 
 def collect(ctx) -> dict:
     meminfo = meminfo_bytes(host.read_text("/proc/meminfo"))
-    if "MemTotal" in meminfo:
+    linux = "MemTotal" in meminfo
+    if linux:
         ram_total, ram_available = meminfo["MemTotal"], meminfo.get("MemAvailable")
         swap_total = meminfo.get("SwapTotal", 0)
     else:  # no /proc/meminfo: macOS, Windows
         ram_total, ram_available, swap_total = portable_memory()
-    shm_total, shm_free, shm_unreadable = shm_bytes()
+    shm_total, shm_free, shm_unreadable = shm_bytes(linux)
     found = {
         "ram_total_bytes": ram_total,
         "ram_available_bytes": ram_available,
