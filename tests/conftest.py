@@ -9,6 +9,7 @@ import json
 import os
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import threading
@@ -427,3 +428,23 @@ def old_wheel() -> Path:
             pytest.fail(f"{NUMPY_1_WHEEL} is neither in {folder} nor downloadable: {done.stderr.strip().splitlines()[-1:]}")
         found = list(folder.glob("Bottleneck-1.3.7-cp311-*.whl"))
     return found[0]
+
+
+def special_file(path: Path, kind: str) -> Path:
+    """A hostile special file of `kind` at `path`: "fifo", "device" (/dev/zero's numbers, or a link to it
+    without CAP_MKNOD), "symlink-loop", "sparse-1gb" or "folder"."""
+    if kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "device":
+        try:
+            os.mknod(path, stat.S_IFCHR | 0o600, os.makedev(1, 5))
+        except PermissionError:
+            path.symlink_to("/dev/zero")
+    elif kind == "symlink-loop":
+        path.symlink_to(path.name)
+    elif kind == "sparse-1gb":
+        with open(path, "wb") as stream:
+            stream.truncate(2**30)
+    elif kind == "folder":
+        path.mkdir()
+    return path

@@ -9,12 +9,10 @@ whose version-need chains would have it read for minutes.
 
 from __future__ import annotations
 
-import os
-import stat
 import struct
 import time
 from pathlib import Path
-from typing import Callable, Dict
+from typing import Callable
 
 import pytest
 
@@ -27,29 +25,17 @@ from envdoctor.policy.load import load as load_policy
 from envdoctor.target import conda as target_conda
 from envdoctor.target import facts as target_facts
 
+from conftest import special_file
+
 QUICK_S = 5.0
-GIB = 2**30
 
 
 def plant(folder: Path, name: str, kind: str) -> Path:
     """A hostile file of `kind` at folder/name."""
-    path = folder / name
-    if kind == "fifo":
-        os.mkfifo(path)
-    elif kind == "device":
-        try:
-            os.mknod(path, stat.S_IFCHR | 0o600, os.makedev(1, 5))  # /dev/zero's numbers
-        except PermissionError:
-            path.symlink_to("/dev/zero")  # no CAP_MKNOD here: the device itself, through a link
-    elif kind == "loop":
-        path.symlink_to(path.name)
-    else:
-        with open(path, "wb") as stream:
-            stream.truncate(GIB)
-    return path
+    return special_file(folder / name, kind)
 
 
-KINDS = ("fifo", "device", "loop", "sparse")
+KINDS = ("fifo", "device", "symlink-loop", "sparse-1gb")
 
 
 def quickly(call: Callable[[], object]) -> object:
@@ -82,7 +68,7 @@ def test_a_host_file_is_no_fact_or_a_bounded_one(tmp_path, monkeypatch, kind):
     plant(tmp_path / "proc", "cpuinfo", kind)
     monkeypatch.setenv(host.ROOT_VARIABLE, str(tmp_path))
     text = quickly(lambda: host.read_text("/proc/cpuinfo"))
-    assert text is None if kind != "sparse" else len(text) == host.HOST_FILE_LIMIT
+    assert text is None if kind != "sparse-1gb" else len(text) == host.HOST_FILE_LIMIT
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -107,7 +93,7 @@ def test_a_conda_meta_record_is_unread_with_its_reason(tmp_path, kind):
 @pytest.mark.parametrize("kind", KINDS)
 def test_a_metadata_file_is_refused_or_read_to_its_bound(tmp_path, kind):
     path = plant(tmp_path, "METADATA", kind)
-    if kind == "sparse":
+    if kind == "sparse-1gb":
         assert quickly(lambda: target_facts.read_headers(str(path)))["requires"] == []
     else:
         with pytest.raises(OSError):

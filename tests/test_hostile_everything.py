@@ -10,34 +10,14 @@ record and a report to fix from, a fleet's folder, an interpreter to diagnose. A
 
 from __future__ import annotations
 
-import os
-import stat
 from pathlib import Path
 from typing import Callable, Dict, List
 
 import pytest
 
-from conftest import run_envdoctor
+from conftest import run_envdoctor, special_file
 
-GIB = 2**30
 DEEP = 100000
-
-
-def special(path: Path, kind: str) -> None:
-    if kind == "fifo":
-        os.mkfifo(path)
-    elif kind == "device":
-        try:
-            os.mknod(path, stat.S_IFCHR | 0o600, os.makedev(1, 5))  # /dev/zero's numbers
-        except PermissionError:
-            path.symlink_to("/dev/zero")
-    elif kind == "symlink-loop":
-        path.symlink_to(path.name)
-    elif kind == "sparse-1gb":
-        with open(path, "wb") as stream:
-            stream.truncate(GIB)
-    elif kind == "folder":
-        path.mkdir()
 
 
 CONTENTS: Dict[str, bytes] = {
@@ -64,7 +44,7 @@ def hostile(folder: Path, kind: str) -> Path:
     if kind in CONTENTS:
         path.write_bytes(CONTENTS[kind])
     elif kind != "missing":
-        special(path, kind)
+        special_file(path, kind)
     return path
 
 
