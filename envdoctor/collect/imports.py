@@ -129,12 +129,7 @@ def run_batch(python: str, names: Sequence[str], environ: Mapping[str, str], lim
         raise CollectorError(f"the import child under {python} {child.describe()}")
     settled = dict(reader.ended)
     if reader.running is not None:
-        suspect = killer_before(python, reader.running, settled, child, environ, limit)
-        if suspect is None:
-            settled[reader.running] = died_result(child, reader.output_text())
-        else:  # the module before was the killer: this one is run again in a new child
-            settled[suspect[0]] = suspect[1]
-            return settled, [name for name in names if name not in settled]
+        settled[reader.running] = died_result(child, reader.output_text())
     elif child.signal_name and settled:
         # Killed between imports: the kill may come from what the last import did (a package that
         # kills its parent, the intermediary, gets its death signal a moment after its import
@@ -147,18 +142,6 @@ def run_batch(python: str, names: Sequence[str], environ: Mapping[str, str], lim
     if not settled:  # it died before its first import: the interpreter's start failed, no module did
         raise CollectorError(f"the import child under {python} {child.describe()} before importing {names[0]}: {child.stdout.strip()[-300:]}")
     return settled, [name for name in names if name not in settled]
-
-
-def killer_before(python: str, running: str, settled: Mapping[str, dict], child: ChildResult, environ: Mapping[str, str], limit: float) -> Optional[Tuple[str, dict]]:
-    """A child killed (SIGKILL, not its time limit) while importing `running` may have been killed by the
-    import before it: a package that kills its parent, the intermediary, gets its death signal a moment
-    after its own import returned, when the next one may have begun. That module is imported again alone;
-    it is the killer (with its own result) when it does not pass alone."""
-    if child.signal_name != "SIGKILL" or child.timed_out or not settled:
-        return None
-    previous = list(settled)[-1]
-    alone = run_batch(python, [previous], environ, limit)[0].get(previous)
-    return (previous, alone) if alone is not None and alone.get("status") != "ok" else None
 
 
 def settle(python: str, names: Sequence[str], environ: Mapping[str, str], limit: float) -> Dict[str, dict]:
