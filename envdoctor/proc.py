@@ -65,6 +65,9 @@ class ChildResult:
     duration_s: float
     timed_out: bool = False
     start_error: str = ""
+    # The intermediary was killed before it could report the program's end: by the program (or a
+    # descendant), which then died of its parent-death signal; `returncode` is the intermediary's.
+    parent_killed: bool = False
 
     @property
     def signal_number(self) -> Optional[int]:
@@ -527,7 +530,8 @@ def run_piped(argv: Sequence[str], timeout: float, env, cwd, stdout: Sink, stder
         sinks[child.stderr.fileno()] = stderr
     with waited(child):
         timed_out = read_pipes(child, sinks, started + timeout)
-    return ChildResult(tuple(argv), child.program_returncode, "", "", time.monotonic() - started, timed_out=timed_out)
+    parent_killed = not timed_out and child.reported is None and child.returncode is not None and child.returncode < 0
+    return ChildResult(tuple(argv), child.program_returncode, "", "", time.monotonic() - started, timed_out=timed_out, parent_killed=parent_killed)
 
 
 def run_child(argv: Sequence[str], *, timeout: float, env: Optional[Mapping[str, str]] = None, cwd: Optional[str] = None) -> ChildResult:

@@ -30,7 +30,7 @@ from envdoctor.model import Finding, Remedy, Severity
 STACK = ("torch", "numpy", "stable-baselines3", "sb3-contrib", "gymnasium")
 EXTRA = re.compile(r"""extra\s*==\s*['"]([^'"]+)['"]""")
 SONAME = re.compile(r"^(lib[\w+-]+)\.so\.(\d+)")
-BINARY_KINDS = ("numpy-abi", "glibc", "libstdcxx", "undefined-symbol", "crashed")
+BINARY_KINDS = ("numpy-abi", "glibc", "libstdcxx", "undefined-symbol", "crashed", "killed-parent")
 # The dynamic loader's own kinds, each with remedies of its own below.
 LOADER_KINDS = ("missing-library", "undefined-symbol", "glibc", "libstdcxx")
 
@@ -47,6 +47,8 @@ def classify(result: Mapping[str, Any]) -> Failure:
     status, line = result.get("status"), error_line(result)
     if status == "crashed":
         return Failure("crashed", f"killed the interpreter ({result.get('signal')})", result.get("signal") or "", line)
+    if status == "killed-parent":
+        return Failure("killed-parent", f"killed the process that started it ({result.get('signal')})", result.get("signal") or "", line)
     if status == "timed_out":
         return Failure("timed-out", "did not finish within its time limit", "", line)
     if status == "exited":

@@ -4,7 +4,8 @@ children of the diagnosed interpreter (`check --imports`).
 The plan (target/imports.py) lists the modules and those that a file elsewhere on sys.path shadows.
 The modules are imported in batches, one child per batch, as many children at once as there are
 usable CPUs. Each import has its own time limit (the child's watchdog) and each child an absolute one
-(proc.py), so a hang is a result, never a stall. A child reports each module's begin and end: when it
+(proc.py), so a hang is a result, never a stall. A child reports each module's begin and end (and
+ends `killed-parent` after an import that killed its parent, the intermediary): when it
 dies, the modules that ended keep their results, the one that began and never ended is run again
 alone (its crash is then its own, not the batch's), and the rest go on in a new child. A failed
 import is also repeated alone: a verdict is about the module in a fresh interpreter, not about what
@@ -100,6 +101,8 @@ def ended_result(event: Mapping, output: str) -> dict:
     result = {"status": event.get("status", "failed"), "duration_s": event.get("duration_s")}
     if result["status"] != "ok":
         result.update(error=event.get("error"), output=output)
+    if result["status"] == "killed-parent":
+        result["signal"] = event.get("signal")
     return result
 
 
@@ -128,12 +131,16 @@ def run_batch(python: str, names: Sequence[str], environ: Mapping[str, str], lim
     if child.start_error:
         raise CollectorError(f"the import child under {python} {child.describe()}")
     settled = dict(reader.ended)
+    for result in settled.values():
+        if result["status"] == "killed-parent":  # its parent's own end says by which signal
+            result["signal"] = child.signal_name or result["signal"]
     if reader.running is not None:
         settled[reader.running] = died_result(child, reader.output_text())
-    elif child.signal_name and settled:
-        # Killed between imports: the kill may come from what the last import did (a package that
-        # kills its parent, the intermediary, gets its death signal a moment after its import
-        # returned). First in its child it is blamed; otherwise it is run again first in a new one.
+        if child.parent_killed:  # its parent died first, and took it along before its import returned
+            settled[reader.running].update(status="killed-parent")
+    elif child.signal_name and settled and list(settled.values())[-1]["status"] != "killed-parent":
+        # Killed between imports, by something the child did not see coming: first in its child the
+        # last import is blamed; otherwise it is run again first in a new one.
         last = list(settled)[-1]
         if last == names[0]:
             settled[last] = died_result(child, settled[last].get("output", ""))

@@ -9,6 +9,8 @@ distributions provide, where each would really be imported from, and what import
                                line, after it an `end` line with its status and error, so a crash is
                                pinned to the module that began and never ended. A faulthandler
                                watchdog dumps the stacks and exits when one import runs past SECONDS.
+                               An import after which this process's parent is ending (killed by
+                               the module, through `os.getppid()`) ends `killed-parent`, the last.
 
 Events are lines starting with MARK; everything else the modules print lies between their `begin`
 and `end`. Stdlib only, Python 3.8 syntax, never imports envdoctor.
@@ -20,6 +22,7 @@ import importlib.util
 import json
 import os
 import re
+import signal
 import site
 import sys
 import sysconfig
@@ -39,6 +42,10 @@ ERROR_FRAMES = 6
 REQUIREMENT_NAME = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
 EXTRA_MARKER = re.compile(r";.*\bextra\b")
 EVENTS = 1  # the original stdout's descriptor, kept in import_all: a module may replace sys.stdout
+PARENT = 0  # the process that started this one, as it was before the first import
+PF_EXITING = 0x4  # /proc/PID/stat's flags: the process has begun to exit
+# Signals whose default action does not end a process: pending, they do not mean its end.
+HARMLESS = frozenset(getattr(signal, name) for name in ("SIGCHLD", "SIGCONT", "SIGURG", "SIGWINCH", "SIGSTOP", "SIGTSTP", "SIGTTIN", "SIGTTOU") if hasattr(signal, name))
 
 
 def emit(event, **fields):
@@ -242,6 +249,45 @@ def describe_error(error):
     }
 
 
+def status_fields(pid):
+    """/proc/PID/status as a mapping, and /proc/PID/stat's fields after the command name; None when
+    the process is gone or there is no /proc."""
+    try:
+        with open("/proc/%d/status" % pid) as status, open("/proc/%d/stat" % pid) as stat:
+            fields = dict(line.partition(":")[::2] for line in status.read().splitlines())
+            return fields, stat.read().rpartition(")")[2].split()
+    except OSError:
+        return None
+
+
+def ending_signal(pid):
+    """The name of a pending signal that will end process `pid` (not ignored, not blocked, fatal by
+    default: the parent runs no handlers), "exiting" when it has begun to exit, or None."""
+    found = status_fields(pid)
+    if found is None:
+        return "gone" if os.path.isdir("/proc/self") else None
+    status, stat = found
+    if status.get("State", "").strip()[:1] in ("Z", "X") or int(stat[6]) & PF_EXITING:
+        return "exiting"
+    pending = int(status.get("SigPnd", "0"), 16) | int(status.get("ShdPnd", "0"), 16)
+    pending &= ~(int(status.get("SigIgn", "0"), 16) | int(status.get("SigBlk", "0"), 16))
+    for number in range(1, 65):
+        if pending >> (number - 1) & 1 and number not in HARMLESS:
+            try:
+                return signal.Signals(number).name
+            except ValueError:
+                return "signal %d" % number
+    return None
+
+
+def parent_ending():
+    """How the process that started this one is ending, if it is: an import that killed it (by
+    `os.getppid()`) has returned by now, and its signal is pending or already acted on."""
+    if os.getppid() != PARENT:
+        return "gone"
+    return ending_signal(PARENT)
+
+
 def import_one(module, limit):
     emit("begin", module=module)
     faulthandler.dump_traceback_later(limit, exit=True)
@@ -254,12 +300,17 @@ def import_one(module, limit):
         fields = {"status": "failed", "error": describe_error(error)}
     faulthandler.cancel_dump_traceback_later()
     sys.stderr.flush()
+    ending = parent_ending()
+    if ending is not None:
+        fields = {"status": "killed-parent", "signal": ending}
     emit("end", module=module, duration_s=round(time.monotonic() - started, 4), **fields)
+    if ending is not None:
+        os._exit(0)  # this process's own end follows its parent's (the parent-death signal)
 
 
 def import_all(limit, modules):
-    global EVENTS
-    EVENTS = os.dup(1)
+    global EVENTS, PARENT
+    EVENTS, PARENT = os.dup(1), os.getppid()
     faulthandler.enable(all_threads=True)
     for module in modules:
         import_one(module, limit)
