@@ -285,18 +285,23 @@ def signal_family(child: Child, number: int) -> int:
     """Send `number` to the child's process group and, once, to every member of its family outside
     that group; return how many live processes of the program's it was sent to (the intermediary,
     which ignores what it need not obey, is not counted)."""
-    members = family(child)
+    members = []
+    for member in family(child):
+        try:
+            members.append((member, os.getpgid(member.pid)))  # asked before the signal: a member may end at once
+        except OSError:
+            continue
     try:
         os.killpg(child.pid, number)
     except OSError:
         pass
     reached = 0
-    for member in members:
-        try:
-            if os.getpgid(member.pid) != child.pid:
+    for member, group in members:
+        if group != child.pid:
+            try:
                 member.send_signal(number)
-        except (psutil.Error, OSError):
-            continue
+            except psutil.Error:
+                continue
         reached += member.pid != child.pid
     return reached
 

@@ -280,6 +280,7 @@ def test_the_marker_finds_descendants_that_left_the_session(pid_file):
     child = proc.start_child(["sh", "-c", leave("setsid sleep 1000", pid_file) + "; exec sleep 1000"], stdout=subprocess.DEVNULL)
     try:
         grandchild = sleeping(pids_in(pid_file)[0])
+        sleeping(child.program_pid)  # the shell's own wait for the grandchild is over
         assert os.getsid(grandchild) != child.pid
         assert grandchild in proc.marked(child.marker)
         assert {p.pid for p in proc.descendants(child)} == {child.program_pid, grandchild}

@@ -115,20 +115,32 @@ def inferior_pid(process: Child, under_gdb: bool) -> int:
     return children[0].pid if children else process.program_pid
 
 
+def restore(handlers: Mapping[int, object]) -> None:
+    for number, handler in handlers.items():
+        signal.signal(number, handler)
+
+
 class Supervisor:
     def __init__(self, argv: Sequence[str], settings: Settings, environ: Mapping[str, str]):
         self.settings = settings
         self.env, added = child_environment(environ)
         self.seen = Supervised(argv=tuple(argv), added_variables=added)
         self.process: Optional[Child] = None
+        self.early: List[int] = []  # signals that came while the command was starting
 
     def run(self) -> Supervised:
         started = time.monotonic()
+        previous = self.forward_signals()  # before the start: the command may be ready before the doctor is
         try:
             self.process = start_child(self.seen.argv, env=self.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         except OSError as error:
             self.seen.start_error, self.seen.start_errno = error.strerror or str(error), error.errno or 0
+            restore(previous)
+            for number in self.early:  # to the doctor's own handling, as if it had never taken them
+                os.kill(os.getpid(), number)
             return self.seen
+        for number in self.early:
+            self.forward(number, None)
         pumps = [
             threading.Thread(target=pump, args=(self.process.stdout, 1, "stdout", self.seen.tail), daemon=True),
             threading.Thread(target=pump, args=(self.process.stderr, 2, "stderr", self.seen.tail), daemon=True),
@@ -139,7 +151,6 @@ class Supervisor:
         self.seen.gpu = GpuSampler(started, self.settings.sample_interval)
         self.seen.sampler.start()
         self.seen.gpu.start()
-        previous = self.forward_signals()
         try:
             self.wait()
             self.seen.duration_s = time.monotonic() - started
@@ -147,8 +158,7 @@ class Supervisor:
         finally:
             kill_family(self.process)  # group members found by neither tree nor marker; everything, on an error of the doctor
             self.seen.returncode = reap(self.process)
-            for number, handler in previous.items():
-                signal.signal(number, handler)
+            restore(previous)
             self.seen.sampler.stop()
             self.seen.gpu.stop()
             for thread in pumps:
@@ -189,7 +199,10 @@ class Supervisor:
 
     def forward(self, number: int, _frame) -> None:
         """Under gdb only the program gets it (gdb would stop on it); otherwise the command's process group
-        and every descendant that left it, each once."""
+        and every descendant that left it, each once. Before the command runs, kept for it."""
+        if self.process is None:
+            self.early.append(number)
+            return
         self.seen.forwarded.append(number)
         self.seen.forwarded_to.append(self.send(number))
 
