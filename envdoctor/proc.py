@@ -175,6 +175,14 @@ class Child(subprocess.Popen):
             self.read_reports(0)
         return self.reported is not None
 
+    def await_end(self, wait_s: float) -> None:
+        """Wait up to `wait_s` for the intermediary's next word (the program's end, or its own end,
+        which closes the pipe): a wait that wakes when the program ends, not at the next tick."""
+        if self.reported is None and self.reports >= 0:
+            self.read_reports(wait_s)
+        else:
+            time.sleep(wait_s)
+
     @property
     def program_returncode(self) -> Optional[int]:
         self.program_ended()

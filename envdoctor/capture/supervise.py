@@ -173,7 +173,7 @@ class Supervisor:
             if limit is not None and self.seen.tail.silence_s() >= limit:
                 self.end_hung()
                 return
-            time.sleep(WAIT_POLL_S)
+            self.process.await_end(WAIT_POLL_S)
 
     def end_hung(self) -> None:
         """SIGABRT makes faulthandler (and gdb) write every thread's stack; SIGKILL if that does not end it."""
