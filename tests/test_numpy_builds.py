@@ -70,6 +70,8 @@ def test_the_binaries_tell_which_numpy_each_package_was_built_against(built_venv
     assert builds["numexpr"] == {"numpy": "2", "extension": f"numexpr/numexpr_like{built_venv_suffix(built_venv)}"}
     assert builds["Bottleneck"]["numpy"] == "1" and builds["Bottleneck"]["extension"].startswith("bottleneck/")
     assert "unrelated" not in builds
+    extension = site / builds["Bottleneck"]["extension"]
+    assert built_against(str(extension))[1] < extension.stat().st_size  # its code is not read, only its read-only data
 
 
 def built_venv_suffix(python: Path) -> str:

@@ -56,6 +56,7 @@ class Section:
     offset: int
     size: int
     link: int
+    flags: int = 0
 
 
 class Reader:
@@ -104,8 +105,8 @@ class Reader:
         layout = "IIQQQQII" if self.wide else "IIIIIIII"
         found = []
         for index in range(shnum):
-            _, kind, _, _, offset, size, link, _ = self.unpack(layout, table, index * shentsize)
-            found.append(Section(kind, offset, size, link))
+            _, kind, flags, _, offset, size, link, _ = self.unpack(layout, table, index * shentsize)
+            found.append(Section(kind, offset, size, link, flags))
         return found
 
     def contents(self, section: Section) -> bytes:

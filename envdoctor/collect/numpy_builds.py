@@ -9,22 +9,27 @@ was built against NumPy 2, and one holding only the old name against NumPy 1.x, 
 to load. This is the truth the knowledge table numpy2.csv can only approximate by version.
 
 Only distributions that require NumPy in their own metadata, or that numpy2.csv names, are read; their
-RECORD names their shared objects, read smallest first until one tells, each read bounded.
+RECORD names their shared objects, read smallest first until one tells, each read bounded; of an ELF
+object only its read-only data sections are read.
 """
 
 from __future__ import annotations
 
 import os
 import re
-from typing import Any, Dict, Iterable, List, Mapping, Optional, Tuple
+from typing import Any, BinaryIO, Dict, Iterable, List, Mapping, Optional, Tuple
 
 from packaging.utils import canonicalize_name
 
+from envdoctor.collect.elf import NotElf, Reader
+from envdoctor.files import open_regular
 from envdoctor.knowledge import numpy2
 
 NUMPY_2_CORE = b"numpy._core._multiarray_umath"
 NUMPY_1_CORE = b"numpy.core._multiarray_umath"
 CHUNK = 2**20
+SHT_PROGBITS = 1
+SHF_WRITE, SHF_ALLOC, SHF_EXECINSTR = 0x1, 0x2, 0x4
 MAX_FILE_BYTES = 256 * 2**20  # larger libraries are engines, not the module that imports NumPy
 MAX_BYTES_PER_DISTRIBUTION = 512 * 2**20
 MAX_RECORD_BYTES = 16 * 2**20
@@ -35,19 +40,34 @@ REQUIRES_NUMPY = re.compile(r"^\s*numpy\b", re.I)
 
 def built_against(path: str) -> Tuple[Optional[str], int]:
     """("2" or "1" or None, bytes read) for one binary, read in chunks that overlap by a name's length."""
-    found_old, read, tail = False, 0, b""
-    with open(path, "rb") as stream:
-        while read < MAX_FILE_BYTES:
-            chunk = stream.read(CHUNK)
-            if not chunk:
-                break
-            read += len(chunk)
-            window = tail + chunk
-            if NUMPY_2_CORE in window:
-                return "2", read
-            found_old = found_old or NUMPY_1_CORE in window
-            tail = window[-len(NUMPY_2_CORE):]
+    found_old, read = False, 0
+    with open_regular(path) as stream:
+        for start, size in searched_ranges(stream):
+            stream.seek(start)
+            left, tail = min(size, MAX_FILE_BYTES - read), b""
+            while left > 0:
+                chunk = stream.read(min(CHUNK, left))
+                if not chunk:
+                    break
+                read, left = read + len(chunk), left - len(chunk)
+                window = tail + chunk
+                if NUMPY_2_CORE in window:
+                    return "2", read
+                found_old = found_old or NUMPY_1_CORE in window
+                tail = window[-len(NUMPY_2_CORE):]
     return ("1" if found_old else None), read
+
+
+def searched_ranges(stream: BinaryIO) -> List[Tuple[int, int]]:
+    """(offset, size) of where the module's name can be: the read-only data sections of an ELF
+    object, where a C string literal lives (a tenth of a large extension, its code left unread), or
+    the whole file when it is no ELF object with such sections (a Windows `.pyd`, stripped headers)."""
+    try:
+        sections = Reader(stream).sections()
+    except NotElf:
+        sections = []
+    ranges = [(s.offset, s.size) for s in sections if s.type == SHT_PROGBITS and s.flags & SHF_ALLOC and not s.flags & (SHF_WRITE | SHF_EXECINSTR)]
+    return ranges or [(0, MAX_FILE_BYTES)]
 
 
 def shared_objects(location: str, metadata: str) -> List[str]:
