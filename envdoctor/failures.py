@@ -4,7 +4,9 @@ stage, or the user's own command (`envdoctor run`).
 It reads the error before guessing: the exception's own message is looked up in the table of messages
 the stack raises (knowledge/errors.py: NumPy's ABI errors, the dynamic loader's, CUDA's and PyTorch's,
 pickle's, gym's and SB3's, the operating system's), then CPython's "No module named", then the output
-around the exception (a worker's error printed before the main process failed).
+around the exception (a worker's error printed before the main process failed). A message the table
+says explains the one found (a DataLoader worker's segfault before "worker exited unexpectedly", a
+kernel's failed assertion before "device-side assert triggered") is the cause when the output holds it.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ import re
 from dataclasses import dataclass
 from typing import Optional
 
-from envdoctor.knowledge.errors import KnownError, matching
+from envdoctor.knowledge.errors import KnownError, explained_by, matching
 
 NO_MODULE = re.compile(r"No module named '([^']+)'")
 # What the kinds without a row are, named for a sentence about the process that failed.
@@ -52,6 +54,7 @@ def classify_message(message: str, text: str, line: str) -> Failure:
         return Failure("missing-module", "needs a module that is not installed", missing.group(1), line)
     known = known or matching(text)
     if known is not None:
+        known = explained_by(known, text) or known
         source = message if known.pattern.search(message) else text
         return Failure(known.kind, f"fails with {known.cause}", known.named(source) or "", line, known)
     return Failure("error", "raises an exception", "", line)

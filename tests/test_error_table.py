@@ -116,3 +116,15 @@ def test_a_message_from_an_issue_thread_is_classified_by_its_row(url, message, k
     assert row is not None and row.kind == kind, (url, row and row.kind)
     if named is not None:
         assert row.named(message) == named
+
+
+@pytest.mark.parametrize("before, message, kind", [
+    ("ERROR: Unexpected segmentation fault encountered in worker.", "RuntimeError: DataLoader worker (pid(s) 6739) exited unexpectedly", "worker-segfault"),
+    ("ERROR: Unexpected bus error encountered in worker. This might be caused by insufficient shared memory (shm).", "RuntimeError: DataLoader worker (pid(s) 81) exited unexpectedly", "shm-bus-error"),
+    ("/pytorch/aten/src/ATen/native/cuda/Loss.cu:250: nll_loss_forward_reduce_cuda_kernel_2d: block: [0,0,0], thread: [5,0,0] Assertion `t >= 0 && t < n_classes` failed.", "RuntimeError: CUDA error: device-side assert triggered", "cuda-index-assert"),
+    ("", "RuntimeError: DataLoader worker (pid(s) 6739) exited unexpectedly", "worker-died"),
+    ("ERROR: Unexpected segmentation fault encountered in worker.", "ValueError: not enough values to unpack (expected 5, got 4)", "gym-api-old-step"),
+])
+def test_a_message_printed_before_the_one_it_explains_is_the_cause(before, message, kind):
+    """Only for the kinds its row says it explains: an unrelated exception keeps its own."""
+    assert classify_message(message, f"{before}\n{message}", message).kind == kind

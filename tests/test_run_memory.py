@@ -96,6 +96,25 @@ def test_growth_into_an_address_space_limit_is_an_error_that_names_the_limit(tmp
     assert not any("had mapped 0 MiB" in line for line in cause["evidence"])  # the peak, not the dead process's last sample
 
 
+IMPOSSIBLE_REQUESTS = {
+    "numpy": "import numpy as np\nbuffer = np.zeros((1 << 20, 1 << 20, 1 << 10), dtype=np.uint8)\n",
+    "torch": "import torch\nbuffer = torch.empty(1 << 50, dtype=torch.uint8)\n",
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("library", sorted(IMPOSSIBLE_REQUESTS))
+def test_one_request_larger_than_all_memory_is_a_wrong_size_not_memory_used_up(tmp_path, library):
+    """1 PiB asked at once: no limit was reached and more memory would not help."""
+    run, report = run_program(tmp_path, IMPOSSIBLE_REQUESTS[library])
+    assert run.returncode == 1, run
+    cause = report["diagnosis"][0]
+    assert (cause["id"], cause["confidence"]) == ("run.out-of-memory", "confirmed")
+    [found] = findings_by_id(report)["run.out-of-memory"]
+    assert found["evidence"]["asked_bytes"] == 1 << 50
+    assert found["title"].startswith("One allocation asked for 1048576.0 GiB, more than this machine's ") and "a size computed wrong" in found["title"]
+
+
 @pytest.mark.slow
 def test_memory_taken_once_at_the_start_is_not_growth(tmp_path):
     run, report = run_program(tmp_path, LOADS_ONCE)

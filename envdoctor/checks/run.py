@@ -18,16 +18,21 @@ from envdoctor.crash import bounds, stacks
 from envdoctor.facts import view_of
 from envdoctor.facts.run import RunView
 from envdoctor.facts.run_describe import forwarding, left_behind_text, where
+from envdoctor.facts.memory import MemoryView
 from envdoctor.facts.target import TargetView
 from envdoctor.failures import Failure, classify_exception, first_line
 from envdoctor.knowledge.errors import KnownError, matching
 from envdoctor.model import Finding, Remedy, Severity
-from envdoctor.words import mib
+from envdoctor.words import gib, mib
 
 GPU_FULL_FRACTION = 0.95
 LIMIT_REACHED_FRACTION = 0.9
 BEFORE_DEATH_S = 5.0
 NATIVE_CRASHES = ("SIGSEGV", "SIGABRT", "SIGBUS")
+# The size one failed allocation asked for, as NumPy ("Unable to allocate 6.57 TiB") and torch's CPU
+# allocator ("you tried to allocate 40000000000000 bytes") state it.
+ASKED = re.compile(r"Unable to allocate ([\d.]+) (\w?i?B)\b|you tried to allocate (\d+) bytes")
+UNITS = {"B": 1, "KiB": 2**10, "MiB": 2**20, "GiB": 2**30, "TiB": 2**40, "PiB": 2**50, "EiB": 2**60}
 HOST_OOM_TEXT = re.compile(r"\bMemoryError\b|Cannot allocate memory|std::bad_alloc|can't allocate memory|out of memory|Unable to allocate [\d.]+ \w?iB", re.IGNORECASE)
 GPU_OOM_TEXT = re.compile(r"CUDA out of memory|OutOfMemoryError|CUDA_ERROR_OUT_OF_MEMORY|cudaErrorMemoryAllocation|PxgCudaDeviceMemoryAllocator fail to allocate|Failed to allocate pinned memory")
 ERROR_LINE = re.compile(r"^(?:[\w.]+(?:Error|Exception|Interrupt|Exit)\b|RuntimeError|Error:|error:|FATAL|Fatal)")
@@ -139,6 +144,34 @@ def memory_evidence(view: RunView) -> List[str]:
     return signs
 
 
+def asked_bytes(lines: Iterable[str]) -> Optional[int]:
+    """The largest size a failed allocation in `lines` asked for, or None when none states one."""
+    sizes = []
+    for line in lines:
+        for found in ASKED.finditer(line):
+            number, unit, plain = found.groups()
+            sizes.append(int(plain) if plain else int(float(number) * UNITS.get(unit, 0)))
+    return max(sizes, default=None)
+
+
+def impossible_request(facts: Mapping[str, Any], view: RunView) -> Optional[Finding]:
+    """One allocation larger than all of the machine's RAM and swap: no limit was reached, the size was
+    computed wrong (a shape, a buffer length), and more memory would not help."""
+    asked = asked_bytes(view.output_lines())
+    memory = view_of(facts, MemoryView)  # Unrecorded in a report without the section: nothing to compare
+    total, swap = getattr(memory, "ram_total_bytes", None), getattr(memory, "swap_total_bytes", None) or 0
+    if asked is None or not total or asked <= total + swap:
+        return None
+    return Finding(
+        id="run.out-of-memory",
+        severity=Severity.ERROR,
+        title=f"One allocation asked for {gib(asked)}, more than this machine's {gib(total)} of RAM{' and swap' if swap else ''}: a size computed wrong, not memory used up",
+        explanation="The failed allocation alone is larger than all the memory the machine has, so no setting or larger limit lets it succeed: the shape or length it was computed from (an observation shape, a buffer_size, a batch dimension) is wrong.",
+        evidence={"signs": [f"the output asks for {asked} bytes; RAM {total} bytes, swap {swap} bytes"], "asked_bytes": asked, "ram_total_bytes": total},
+        remedies=(Remedy("Print the shape or size passed to the allocation that failed (the traceback's last line in your code) and correct it."),),
+    )
+
+
 @check("run.out-of-memory", "The command ran out of host memory (OOM killer, cgroup or address-space limit)", requires=("run",))
 def out_of_memory(facts: Mapping[str, Any]) -> Iterable[Finding]:
     view = view_of(facts, RunView)
@@ -147,6 +180,10 @@ def out_of_memory(facts: Mapping[str, Any]) -> Iterable[Finding]:
         return
     signs = memory_evidence(view)
     if not signs:
+        return
+    impossible = impossible_request(facts, view)
+    if impossible is not None:
+        yield impossible
         return
     memory = run["memory"]
     yield Finding(

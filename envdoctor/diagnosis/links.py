@@ -114,11 +114,14 @@ def exception_cause(facts: Mapping[str, Any], kind: str, said: Finding, rule: st
     explained = first(facts, *explaining(kind))
     line = f"it failed with {said.evidence.get('type') or 'an error'}: {said.evidence.get('message') or said.title}"
     loader = [str(text) for text in said.evidence.get("loader") or ()]
+    known = by_kind(kind)
     if explained is not None and explained is not said:
-        return cause(explained, "confirmed", [line, f"classified as {kind}, which {explained.id} explains"] + loader, rule)
+        # As sure as the message is: one that names a class of causes (a worker that died) makes a
+        # finding of that class likely, not proven.
+        confidence = known.confidence if known is not None else "confirmed"
+        return cause(explained, confidence, [line, f"classified as {kind}, which {explained.id} explains"] + loader, rule)
     extra = [f"import cycle: {' → '.join(said.evidence['cycle'])}"] if said.evidence.get("cycle") else []
     extra += loader
-    known = by_kind(kind)
     if known is not None:
         extra.append(f"the message says: {known.cause}")
         extra += [f"source: {source}" for source in known.sources[:2]]

@@ -33,6 +33,7 @@ class KnownError:
     remedy: str
     command: Optional[str]
     sources: Tuple[str, ...]
+    explains: Tuple[str, ...] = ()  # the kinds of error this message, printed before them, is the cause of
 
     def named(self, text: str) -> Optional[str]:
         """What a matching `text` names (the pattern's first group that matched), or None."""
@@ -55,6 +56,7 @@ def known_errors() -> Tuple[KnownError, ...]:
             remedy=row["remedy"],
             command=optional(row["command"]),
             sources=words(row["source"]),
+            explains=words(row["explains"]),
         ))
     return tuple(table)
 
@@ -62,6 +64,11 @@ def known_errors() -> Tuple[KnownError, ...]:
 def matching(text: str) -> Optional[KnownError]:
     """The first row whose pattern occurs in `text`, or None."""
     return next((row for row in known_errors() if row.pattern.search(text or "")), None)
+
+
+def explained_by(found: KnownError, text: str) -> Optional[KnownError]:
+    """The row of a message in `text` that is the cause of `found`'s (it explains `found.kind`), or None."""
+    return next((row for row in known_errors() if found.kind in row.explains and row.pattern.search(text or "")), None)
 
 
 def by_kind(kind: str) -> Optional[KnownError]:
