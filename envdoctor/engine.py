@@ -13,7 +13,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Iterable, List, Mapping, NamedTuple, Optional, Sequence, Tuple
 
-from envdoctor import __version__, proc, redact
+from envdoctor import __version__, redact
+from envdoctor.proc import children
 from envdoctor.catalogue import Catalogue, find
 from envdoctor.checks.runner import run_checks
 from envdoctor.collect import ON_DEMAND, CollectContext, gather, timed
@@ -97,7 +98,7 @@ def probed_and_gathered(
     (this installation's when `catalogue` is None) and the sections only they need (ON_DEMAND) are
     gathered for the rules `selection` selects. A Ctrl-C ends their children."""
     context = CollectContext(python=python, environ=environ)
-    with proc.children_end_on_interrupt(), ThreadPoolExecutor(max_workers=4) as pool:
+    with children.children_end_on_interrupt(), ThreadPoolExecutor(max_workers=4) as pool:
         started = time.perf_counter()
         probing = pool.submit(run_probe, python, environ, probe) if probe else None
         importing = pool.submit(timed, lambda ctx: collect_imports(ctx.python, ctx.environ, imports), context) if imports else None

@@ -18,7 +18,7 @@ from typing import List, Optional, Tuple, Union
 
 from envdoctor.errors import UsageError
 from envdoctor.escape import escape_control
-from envdoctor.proc import ChildResult, run_child
+from envdoctor.proc.children import ChildResult, run_child
 
 OLDEST = (3, 8)
 START_LIMIT_S = 20.0  # a cold start on a slow disk takes seconds; a hang is refused, not waited on

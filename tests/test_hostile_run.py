@@ -22,7 +22,7 @@ import psutil
 import pytest
 
 from conftest import run_envdoctor
-from envdoctor import proc
+from envdoctor.proc import children
 from envdoctor.cli import main
 from envdoctor.cli.params import DAY_S, WEEK_S, Seconds
 from envdoctor.engine import read_report
@@ -179,8 +179,8 @@ def test_a_huge_rejected_value_is_shortened_in_the_message():
 def test_a_setsid_grandchild_holding_stdout_does_not_keep_an_exited_child_waited_on(tmp_path, pid_file):
     python = fake_python(tmp_path, pid_file, "exit 1")
     started = time.monotonic()
-    result = proc.run_child([str(python)], timeout=30)
-    assert time.monotonic() - started < proc.DRAIN_S + 3, result
+    result = children.run_child([str(python)], timeout=30)
+    assert time.monotonic() - started < children.DRAIN_S + 3, result
     assert result.returncode == 1 and not result.timed_out
     assert survivors(pids_in(pid_file) + pids_in(fakes_of(pid_file))) == []
 
@@ -188,7 +188,7 @@ def test_a_setsid_grandchild_holding_stdout_does_not_keep_an_exited_child_waited
 def test_a_hanging_child_with_a_setsid_grandchild_ends_at_its_limit(tmp_path, pid_file):
     python = fake_python(tmp_path, pid_file, "exec sleep 1000")
     started = time.monotonic()
-    result = proc.run_child([str(python)], timeout=1)
+    result = children.run_child([str(python)], timeout=1)
     assert time.monotonic() - started < 4, result
     assert result.timed_out and result.signal_name == "SIGKILL"
     assert survivors(pids_in(pid_file) + pids_in(fakes_of(pid_file))) == []
@@ -198,31 +198,31 @@ def test_a_streamed_child_with_a_setsid_grandchild_ends_at_its_limit(tmp_path, p
     python = fake_python(tmp_path, pid_file, "echo started\nexec sleep 1000")
     lines: List[str] = []
     started = time.monotonic()
-    result = proc.stream_child([str(python)], lines.append, timeout=1)
+    result = children.stream_child([str(python)], lines.append, timeout=1)
     assert time.monotonic() - started < 4, result
     assert result.timed_out and lines == ["started"] and result.stdout == "started\n"
     assert survivors(pids_in(pid_file) + pids_in(fakes_of(pid_file))) == []
 
 
 def test_a_child_that_closes_its_pipes_is_still_waited_for_to_its_limit(pid_file):
-    result = proc.run_child(["sh", "-c", f"echo $$ >> {pid_file}; exec >&- 2>&-; sleep 1000"], timeout=1)
+    result = children.run_child(["sh", "-c", f"echo $$ >> {pid_file}; exec >&- 2>&-; sleep 1000"], timeout=1)
     assert result.timed_out
     assert survivors(pids_in(pid_file)) == []
 
 
 def test_a_child_that_never_stops_writing_ends_at_its_limit_and_its_output_is_bounded():
     started = time.monotonic()
-    result = proc.run_child(["yes"], timeout=1)
+    result = children.run_child(["yes"], timeout=1)
     assert result.timed_out and time.monotonic() - started < 4
     assert result.stdout.startswith("y\ny\n") and result.stdout.endswith("y\n")
-    assert len(result.stdout) <= 2 * proc.KEPT_BYTES + 100 and "bytes left out ...]" in result.stdout
+    assert len(result.stdout) <= 2 * children.KEPT_BYTES + 100 and "bytes left out ...]" in result.stdout
 
 
 def test_a_streamed_line_without_an_end_is_handed_over_in_bounded_pieces():
     lengths: List[int] = []
-    result = proc.stream_child(["sh", "-c", "yes | tr -d '\\n'"], lambda line: lengths.append(len(line)), timeout=1)
+    result = children.stream_child(["sh", "-c", "yes | tr -d '\\n'"], lambda line: lengths.append(len(line)), timeout=1)
     assert result.timed_out and len(lengths) > 1
-    assert max(lengths) <= proc.LONGEST_LINE + proc.CHUNK
+    assert max(lengths) <= children.LONGEST_LINE + children.CHUNK
 
 
 LEFTOVERS = (
@@ -234,7 +234,7 @@ LEFTOVERS = (
 
 @pytest.mark.parametrize("command", LEFTOVERS + (pytest.param("env -i sleep 1000", id="cleared-environment-in-the-group"),))
 def test_what_an_ended_child_leaves_running_is_killed(pid_file, command):
-    result = proc.run_child(["sh", "-c", leave(command, pid_file) + "; exit 0"], timeout=10)
+    result = children.run_child(["sh", "-c", leave(command, pid_file) + "; exit 0"], timeout=10)
     assert result.returncode == 0 and not result.timed_out, result
     assert survivors(pids_in(pid_file)) == []
 
@@ -242,8 +242,8 @@ def test_what_an_ended_child_leaves_running_is_killed(pid_file, command):
 def test_a_double_forked_orphan_is_killed(pid_file):
     script = f"(setsid sleep 1000 & echo $! >> {pid_file}) & until [ -s {pid_file} ]; do sleep 0.01; done; exit 0"
     started = time.monotonic()
-    result = proc.run_child(["sh", "-c", script], timeout=30)
-    assert result.returncode == 0 and time.monotonic() - started < proc.DRAIN_S + 3, result
+    result = children.run_child(["sh", "-c", script], timeout=30)
+    assert result.returncode == 0 and time.monotonic() - started < children.DRAIN_S + 3, result
     assert survivors(pids_in(pid_file)) == []
 
 
@@ -251,43 +251,43 @@ def test_a_double_forked_orphan_that_cleared_its_environment_is_killed(pid_file)
     """Neither the tree (it was orphaned) nor the marker (env -i) finds it: the intermediary, a
     sub-reaper, is its parent now."""
     script = f"(setsid env -i sleep 1000 & echo $! >> {pid_file}) & until [ -s {pid_file} ]; do sleep 0.01; done; exit 0"
-    result = proc.run_child(["sh", "-c", script], timeout=30)
+    result = children.run_child(["sh", "-c", script], timeout=30)
     assert result.returncode == 0, result
     assert survivors(pids_in(pid_file)) == []
 
 
 def test_a_child_s_parent_is_not_the_doctor(pid_file):
-    result = proc.run_child([PY, "-c", "import os; print(os.getppid())"], timeout=30)
+    result = children.run_child([PY, "-c", "import os; print(os.getppid())"], timeout=30)
     assert result.ok and int(result.stdout) != os.getpid()
 
 
 def test_a_child_that_kills_its_parent_is_a_result_and_the_doctor_lives(pid_file):
     script = f"import os, signal, time; open({str(pid_file)!r}, 'a').write('%d\\n' % os.getpid()); os.kill(os.getppid(), signal.SIGKILL); time.sleep(1000)"
-    result = proc.run_child([PY, "-c", script], timeout=30)
+    result = children.run_child([PY, "-c", script], timeout=30)
     assert result.signal_name == "SIGKILL" and not result.timed_out, result
     assert survivors(pids_in(pid_file)) == []
 
 
 def test_a_program_keeps_its_return_code_signal_and_environment_through_the_intermediary():
-    assert proc.run_child(["sh", "-c", "exit 7"], timeout=30).returncode == 7
-    assert proc.run_child(["sh", "-c", "kill -SEGV $$"], timeout=30).signal_name == "SIGSEGV"
-    seen = proc.run_child(["sh", "-c", 'echo "[$LC_CTYPE]"; trap'], timeout=30, env={"PATH": os.environ["PATH"]})
+    assert children.run_child(["sh", "-c", "exit 7"], timeout=30).returncode == 7
+    assert children.run_child(["sh", "-c", "kill -SEGV $$"], timeout=30).signal_name == "SIGSEGV"
+    seen = children.run_child(["sh", "-c", 'echo "[$LC_CTYPE]"; trap'], timeout=30, env={"PATH": os.environ["PATH"]})
     assert seen.stdout == "[]\n"  # no coerced locale, and no signal the program inherits ignored
-    assert "could not start" in proc.run_child(["no-such-program-here"], timeout=30).describe()
+    assert "could not start" in children.run_child(["no-such-program-here"], timeout=30).describe()
 
 
 def test_the_marker_finds_descendants_that_left_the_session(pid_file):
-    child = proc.start_child(["sh", "-c", leave("setsid sleep 1000", pid_file) + "; exec sleep 1000"], stdout=subprocess.DEVNULL)
+    child = children.start_child(["sh", "-c", leave("setsid sleep 1000", pid_file) + "; exec sleep 1000"], stdout=subprocess.DEVNULL)
     try:
         grandchild = sleeping(pids_in(pid_file)[0])
         sleeping(child.program_pid)  # the shell's own wait for the grandchild is over
         assert os.getsid(grandchild) != child.pid
-        assert grandchild in proc.marked(child.marker)
-        assert {p.pid for p in proc.descendants(child)} == {child.program_pid, grandchild}
-        assert proc.signal_family(child, signal.SIGKILL) == 2
+        assert grandchild in children.marked(child.marker)
+        assert {p.pid for p in children.descendants(child)} == {child.program_pid, grandchild}
+        assert children.signal_family(child, signal.SIGKILL) == 2
         assert survivors([child.pid, child.program_pid, grandchild]) == []
     finally:
-        proc.kill_family(child)
+        children.kill_family(child)
         child.wait()
 
 

@@ -13,7 +13,7 @@ import pytest
 
 import psutil
 from conftest import assert_checks_ran, eventually, run_envdoctor, write_host_root
-from envdoctor import procfs
+from envdoctor.proc import procfs
 from reach import one_line_error
 
 LINUX_ONLY = ("wsl.kernel", "wsl.linux-driver-inside", "memory.shm-small")

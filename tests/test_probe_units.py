@@ -10,7 +10,7 @@ from envdoctor import engine
 from envdoctor.crash import tracebacks
 from envdoctor.probe import ladder
 from envdoctor.probe.result import Ending, ProbeResult, StageResult, StageStatus
-from envdoctor.proc import run_child
+from envdoctor.proc.children import run_child
 
 
 def dump_of(source: str) -> tuple:

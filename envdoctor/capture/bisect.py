@@ -31,7 +31,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Callable, List, Mapping, Optional, Tuple
 
-from envdoctor import host, proc
+from envdoctor import host
+from envdoctor.proc import children
 from envdoctor.capture import opened
 from envdoctor.capture.gpu import DEVICE_NODES
 from envdoctor.capture.supervise import child_environment
@@ -67,7 +68,7 @@ def not_applicable(variation: Variation, environ: Mapping[str, str]) -> Optional
     return None
 
 
-def judged(run: Mapping, result: proc.ChildResult, silence_s: float, bound: float) -> Tuple[str, str]:
+def judged(run: Mapping, result: children.ChildResult, silence_s: float, bound: float) -> Tuple[str, str]:
     """(outcome, ending) of one re-run, compared with the original failure."""
     if result.start_error:
         return "fails-differently", result.describe()
@@ -110,7 +111,7 @@ def attempt(run: Mapping, variation: Variation, environ: Mapping[str, str], boun
     with tempfile.TemporaryDirectory(prefix="envdoctor-bisect-") as workdir:
         hook = opened.hook_environment(Path(workdir), varied)
         env = child_environment({**varied, **hook, opened.VARIATION_VARIABLE: variation_spec(variation)})[0]
-        result = proc.run_piped(
+        result = children.run_piped(
             run["command"], bound, env, None,
             lambda data: tail.feed("stdout", data),
             lambda data: tail.feed("stderr", data),
@@ -147,11 +148,11 @@ def bisect_run(run: dict, environ: Mapping[str, str], progress: Optional[Progres
 
     def tried(variation: Variation) -> dict:
         result = attempt(run, variation, environ, bound)
-        if progress and not proc.interrupted():  # a re-run the interrupt ended tells nothing
+        if progress and not children.interrupted():  # a re-run the interrupt ended tells nothing
             progress(f"bisect: {result['name']} {result['outcome']} ({result['ending']}, {result['duration_s']:.1f} s)")
         return result
 
-    with proc.children_end_on_interrupt(), ThreadPoolExecutor(max_workers=at_once) as pool:
+    with children.children_end_on_interrupt(), ThreadPoolExecutor(max_workers=at_once) as pool:
         done = dict(zip([v.name for v in candidates], pool.map(tried, candidates)))
     variations: List[dict] = [done.get(v.name) or skipped(v, reasons[v.name] or "") for v in VARIATIONS]
     return {"timeout_s": bound, "failure": failure_text(run), "variations": variations}

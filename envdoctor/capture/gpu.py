@@ -16,7 +16,7 @@ from typing import List, Optional
 
 from envdoctor import host
 from envdoctor.capture.timeline import Timeline
-from envdoctor.proc import kill_family, start_child
+from envdoctor.proc.children import kill_family, start_child
 
 MIB = 1 << 20
 DEVICE_NODES = ("/dev/nvidiactl", "/dev/dxg")  # Linux driver, WSL2 GPU paravirtualisation

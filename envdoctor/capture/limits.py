@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import List, Optional
 
-from envdoctor.proc import run_child
+from envdoctor.proc.children import run_child
 
 CGROUP_MOUNT = Path("/sys/fs/cgroup")
 V1_NO_LIMIT = 1 << 62  # v1 reports "no limit" as a page-rounded 2**63-1
@@ -78,7 +78,7 @@ def memory_cgroup(pid: int) -> Optional[MemoryCgroup]:
 
 def address_space_limit(process) -> Optional[int]:
     """A psutil process's soft RLIMIT_AS in bytes, None when unlimited or unreadable."""
-    from envdoctor.processes import psutil
+    from envdoctor.proc.processes import psutil
 
     try:
         soft, _ = process.rlimit(psutil.RLIMIT_AS)

@@ -14,7 +14,7 @@ from envdoctor.capture import gdb
 from envdoctor.capture.limits import kernel_oom_lines
 from envdoctor.capture.supervise import Settings, Supervised
 from envdoctor.crash import signals, stacks
-from envdoctor.processes import psutil
+from envdoctor.proc.processes import psutil
 
 OUTPUT_TAIL_LINES = 100
 # Endings that deserve a crash report without being asked for one.

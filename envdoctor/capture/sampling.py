@@ -13,7 +13,7 @@ from typing import Dict, List, Optional, Set
 
 from envdoctor.capture.limits import MemoryCgroup, address_space_limit, memory_cgroup
 from envdoctor.capture.timeline import Timeline
-from envdoctor.processes import psutil
+from envdoctor.proc.processes import psutil
 
 
 class TreeSampler:

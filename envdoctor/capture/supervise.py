@@ -22,8 +22,8 @@ from typing import List, Mapping, Optional, Sequence, Tuple
 from envdoctor.capture.gpu import GpuSampler
 from envdoctor.capture.sampling import TreeSampler
 from envdoctor.capture.tail import Tail
-from envdoctor.proc import Child, descendants, end_processes, exited, kill_family, reap, signal_family, start_child
-from envdoctor.processes import psutil
+from envdoctor.proc.children import Child, descendants, end_processes, exited, kill_family, reap, signal_family, start_child
+from envdoctor.proc.processes import psutil
 
 CHILD_VARIABLES = {"PYTHONFAULTHANDLER": "1", "PYTHONUNBUFFERED": "1"}
 FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2)

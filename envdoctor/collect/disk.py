@@ -13,7 +13,7 @@ import os
 import sys
 from typing import List
 
-from envdoctor.proc import run_child
+from envdoctor.proc.children import run_child
 
 PATHS_VARIABLE = "ENVDOCTOR_DISK_PATHS"
 TIMEOUT_S = 10.0

@@ -17,7 +17,7 @@ import sys
 from typing import List, Mapping, Optional
 
 from envdoctor import host, package_data
-from envdoctor.proc import run_child
+from envdoctor.proc.children import run_child
 
 TIMEOUT_S = 15.0
 DRIVER_MARKERS = ("/proc/driver/nvidia", "/dev/nvidiactl", "/usr/lib/wsl/lib/libnvidia-ml.so.1")

@@ -4,7 +4,7 @@ children of the diagnosed interpreter (`check --imports`).
 The plan (target/imports.py) lists the modules and those that a file elsewhere on sys.path shadows.
 The modules are imported in batches, one child per batch, as many children at once as there are
 usable CPUs. Each import has its own time limit (the child's watchdog) and each child an absolute one
-(proc.py), so a hang is a result, never a stall. A child reports each module's begin and end (and
+(proc/children.py), so a hang is a result, never a stall. A child reports each module's begin and end (and
 ends `killed-parent` after an import that killed its parent, the intermediary): when it
 dies, the modules that ended keep their results, the one that began and never ended is run again
 alone (its crash is then its own, not the batch's), and the rest go on in a new child. A failed
@@ -24,7 +24,7 @@ from packaging.utils import canonicalize_name as normalize
 
 from envdoctor.collect.target import CollectorError, run_target_script
 from envdoctor.cpus import workers as usable_workers
-from envdoctor.proc import ChildResult, stream_child
+from envdoctor.proc.children import ChildResult, stream_child
 from envdoctor.target import script_source
 from envdoctor.target.imports import MARK
 

@@ -16,7 +16,7 @@ from typing import Iterable, List, Mapping, Optional
 
 from envdoctor import host
 from envdoctor.knowledge import wheels
-from envdoctor.proc import run_child
+from envdoctor.proc.children import run_child
 
 LDCONFIG_CACHE = "/etc/ld.so.cache"
 NVCC_TIMEOUT_S = 10.0

@@ -15,7 +15,7 @@ from typing import List, Sequence, Union
 from envdoctor.collect.elf import cxx_runtime
 from envdoctor.collect.fatbin import torch_kernels
 from envdoctor.collect.numpy_builds import numpy_builds
-from envdoctor.proc import run_child
+from envdoctor.proc.children import run_child
 from envdoctor.target import script_source
 
 TIMEOUT_S = 60.0

@@ -20,7 +20,7 @@ from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from envdoctor.fix.plan import Plan, StepKind
-from envdoctor.proc import run_child
+from envdoctor.proc.children import run_child
 
 FIRST_PIP_WITH_REPORT = Version("22.2")
 TIMEOUT_S = 600.0

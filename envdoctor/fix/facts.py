@@ -13,7 +13,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence
 
 from envdoctor.collect import COLLECTORS, CollectContext, timed
 from envdoctor.fix import FixError
-from envdoctor.proc import run_child
+from envdoctor.proc.children import run_child
 
 MINORS = [f"3.{n}" for n in range(7, 16)]
 VERSION_PROBE = "import sys; print('%d.%d' % sys.version_info[:2])"

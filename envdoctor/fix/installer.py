@@ -11,7 +11,7 @@ from typing import Callable, Mapping, Optional, Sequence, Tuple
 
 from envdoctor.errors import UsageError
 from envdoctor.fix import FixError
-from envdoctor.proc import ChildResult, run_child, stream_child
+from envdoctor.proc.children import ChildResult, run_child, stream_child
 
 INSTALLERS = ("pip", "uv")
 # Installing a CUDA torch downloads gigabytes; a freeze or an uninstall is quick.

@@ -21,7 +21,7 @@ from envdoctor.fix.plan import Expectation
 from envdoctor.knowledge.wheels import cuda_family
 from envdoctor.probe.probing import run_probe
 from envdoctor.probe.runner import ProbeOptions
-from envdoctor.proc import run_child
+from envdoctor.proc.children import run_child
 
 IMPORT_TIMEOUT_S = 300.0
 IMPORT_TORCH = 'import json, torch; print(json.dumps({"version": torch.__version__, "cuda": torch.version.cuda}))'

@@ -11,7 +11,7 @@ import socket
 import sys
 from typing import Optional
 
-from envdoctor.proc import run_child
+from envdoctor.proc.children import run_child
 
 REPORT_EXIT_CODES = (0, 1)  # check's exits that carry a report: nothing found, findings found
 SCHEDULING_MARGIN_S = 30.0  # for starting a worker process on a busy node, on top of the check's own timeout

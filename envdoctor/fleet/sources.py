@@ -23,7 +23,7 @@ from typing import Callable, Iterator, List, Optional, Sequence
 from envdoctor.errors import EnvdoctorError, UsageError
 from envdoctor.fleet.node_task import PROGRESS, answer_deadline_s, check_options
 from envdoctor.fleet.nodes import NodeSource
-from envdoctor.proc import ChildResult, Kept, LineSplitter, run_piped
+from envdoctor.proc.children import ChildResult, Kept, LineSplitter, run_piped
 from envdoctor.store import private_folder, write_private
 
 CONNECT_MARGIN_S = 60.0  # connecting to the cluster and starting the driver, on top of the nodes' own time

@@ -15,7 +15,7 @@ from typing import List, Mapping, Optional, Sequence, Tuple
 from envdoctor.crash import tracebacks
 from envdoctor.probe import ladder
 from envdoctor.probe.result import Ending, ProbeResult, StageResult, StageStatus
-from envdoctor.proc import ChildResult
+from envdoctor.proc.children import ChildResult
 
 NEEDS = re.compile(r"needs (\w+)")
 OUTPUT_TAIL_CHARS = 4000

@@ -8,7 +8,7 @@ pure checks in checks/probe.py, so `check --from` re-judges a recorded probe.
 
 from typing import Mapping
 
-from envdoctor import proc
+from envdoctor.proc import children
 from envdoctor.probe.bisection import bisect, worth_bisecting
 from envdoctor.probe.runner import ProbeOptions, run_ladder
 
@@ -16,7 +16,7 @@ from envdoctor.probe.runner import ProbeOptions, run_ladder
 def run_probe(python: str, environ: Mapping[str, str], options: ProbeOptions = ProbeOptions()) -> dict:
     """The probe's JSON-able result: the ladder and, when a stage crashed, its bisection."""
     result = run_ladder(python, environ, options, on_event=options.on_event)
-    if proc.interrupted():  # Ctrl-C killed the ladder: its ending says nothing about the stack
+    if children.interrupted():  # Ctrl-C killed the ladder: its ending says nothing about the stack
         return result.to_json()
     if result.fatal and options.on_event:
         options.on_event({"event": "died", "stage": result.fatal.id, "status": result.fatal.status.value, "reason": result.fatal.reason})

@@ -19,8 +19,8 @@ from typing import Callable, Deque, List, Mapping, Optional, Tuple
 from envdoctor.probe import ladder
 from envdoctor.probe.classify import classify
 from envdoctor.probe.result import ProbeResult
-from envdoctor.proc import stream_child
-from envdoctor.processes import psutil
+from envdoctor.proc.children import stream_child
+from envdoctor.proc.processes import psutil
 from envdoctor.target import script_source
 from envdoctor.target.ladder import MARK
 

@@ -35,7 +35,7 @@ from dataclasses import dataclass, replace
 from typing import Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Set
 
 from envdoctor import package_data
-from envdoctor.processes import psutil
+from envdoctor.proc.processes import psutil
 
 MARKER_VARIABLE = "ENVDOCTOR_CHILD"
 # After the child has ended, how long output may still arrive from descendants that share its pipes.
@@ -49,7 +49,7 @@ KILL_ROUNDS = 5  # a family that forks while it is being killed is looked for ag
 REAP_S = 5.0  # a SIGKILLed child stuck in the kernel (a hung driver call) is not waited on longer
 PR_SET_PDEATHSIG = 1
 START_S = 30.0  # for the intermediary's interpreter to start and report the program running, on a loaded machine
-SUBREAPER_SOURCE = package_data.read_text("envdoctor", "subreaper.py")
+SUBREAPER_SOURCE = package_data.read_text("envdoctor.proc", "subreaper.py")
 
 Sink = Callable[[bytes], None]
 

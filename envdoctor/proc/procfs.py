@@ -2,7 +2,7 @@
 
 The zipapp vendors nothing compiled, so psutil is absent there; on Linux every question envdoctor
 asks about its children (who they are, whether they live, their CPU time, memory and limits) is a
-read of /proc/PID. envdoctor.processes picks psutil when it is installed and this module otherwise.
+read of /proc/PID. envdoctor.proc.processes picks psutil when it is installed and this module otherwise.
 The real /proc is read, never one under ENVDOCTOR_ROOT: live processes cannot be re-rooted.
 """
 
