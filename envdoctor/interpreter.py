@@ -125,7 +125,7 @@ def not_started(path: str, result: ChildResult) -> str:
     old = version_answer(path)
     if old and old[:2] < OLDEST:
         return too_old(path, f"Python {dotted(old)}")
-    said = first_line(result.stderr) or first_line(result.stdout)
+    said = telling_line(result.stderr) or telling_line(result.stdout)
     ending = result.describe() if result.returncode else "it printed no Python version"
     return f"{path} does not start as Python ({ending}){': ' + said if said else ''}{pyenv_way_out(path, result.stderr)}"
 
@@ -137,9 +137,14 @@ def version_answer(path: str) -> Optional[Tuple[int, ...]]:
     return tuple(int(part) for part in match.groups() if part) if match else None
 
 
-def first_line(text: str) -> str:
+def telling_line(text: str) -> str:
+    """The line of an interpreter's failure that says what failed: a traceback's last line (the
+    exception), else the first line."""
     lines = [line.strip() for line in text.splitlines() if line.strip()]
-    return escape_control(lines[0][:300], multiline=False) if lines else ""
+    if not lines:
+        return ""
+    said = lines[-1] if any(line.startswith("Traceback (most recent call last)") for line in lines) else lines[0]
+    return escape_control(said[:300], multiline=False)
 
 
 def pyenv_way_out(path: str, stderr: str) -> str:

@@ -254,12 +254,24 @@ def test_start_up_noise_on_stdout_does_not_hide_the_target(envdoctor, tmp_path, 
 
 
 def test_a_target_that_cannot_be_read_is_exit_2_with_the_reason(envdoctor, tmp_path):
-    """A project folder named like a standard module (email/) put first on the venv's sys.path by a .pth
-    line: the interpreter starts, but the facts script cannot run there."""
-    (tmp_path / "project" / "email").mkdir(parents=True)
-    (tmp_path / "project" / "email" / "__init__.py").write_text("raise ImportError('this is the project, not the standard email')\n")
+    """A project folder named like a standard module (shutil/: the facts script imports it, the
+    interpreter question does not) put first on the venv's sys.path by a .pth line: the interpreter
+    starts, but the facts script cannot run there."""
+    (tmp_path / "project" / "shutil").mkdir(parents=True)
+    (tmp_path / "project" / "shutil" / "__init__.py").write_text("raise ImportError('this is the project, not the standard shutil')\n")
     python = venv_with_pth(tmp_path / "shadowed", f"import sys; sys.path.insert(0, {str(tmp_path / 'project')!r})")
     run = envdoctor("check", "--python", str(python), "--no-probe", "--no-save", "--json", "-")
     assert run.returncode == 2, run
     assert "Traceback" not in run.stderr and len(run.stderr.strip().splitlines()) == 1
     assert f"cannot read the interpreter {python}" in run.stderr and "this is the project" in run.stderr
+
+
+def test_an_interpreter_that_fails_to_start_is_named_by_its_exception(envdoctor, tmp_path):
+    """json/ shadowed: the interpreter question itself fails; the error line is the exception, not
+    the traceback's first line."""
+    (tmp_path / "project" / "json").mkdir(parents=True)
+    (tmp_path / "project" / "json" / "__init__.py").write_text("raise ImportError('this is the project, not the standard json')\n")
+    python = venv_with_pth(tmp_path / "shadowed", f"import sys; sys.path.insert(0, {str(tmp_path / 'project')!r})")
+    run = envdoctor("check", "--python", str(python), "--no-probe", "--no-save", "--json", "-")
+    assert run.returncode == 2, run
+    assert run.stderr.rstrip("\n").endswith("does not start as Python (exited with 1): ImportError: this is the project, not the standard json"), run.stderr
