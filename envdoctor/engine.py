@@ -162,7 +162,7 @@ def inspect_models(python: str, models: Sequence[str], environ: Optional[Mapping
 
 def inspected(python: str, models: Sequence[str]) -> Tuple[dict, float]:
     """The models' static forensics for the target `python`, and how long reading them took (ms)."""
-    from envdoctor.sb3.facts import models_facts  # the pickle reader is only needed when models are given
+    from envdoctor.sb3.models_section import models_facts  # the pickle reader is only needed when models are given
 
     started = time.perf_counter()
     facts = models_facts(python, models)

@@ -22,7 +22,7 @@ import pytest
 from conftest import interruptible
 from envdoctor.fix import apply as applying
 from envdoctor.fix import record as records
-from envdoctor.fix.facts import gather
+from envdoctor.fix.inputs import gather
 from envdoctor.fix.installer import Installer
 from envdoctor.fix.mixed_wheels import plan_mixed_wheels
 from envdoctor.fix.plan import Step, StepKind
@@ -255,7 +255,7 @@ INTERRUPTED_APPLY = """
 import sys
 from pathlib import Path
 from envdoctor.fix import apply as applying
-from envdoctor.fix.facts import gather
+from envdoctor.fix.inputs import gather
 from envdoctor.fix.installer import Installer
 from envdoctor.fix.mixed_wheels import plan_mixed_wheels
 from envdoctor.fix.plan import Step, StepKind

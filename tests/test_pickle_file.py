@@ -13,7 +13,7 @@ import cloudpickle
 import pytest
 
 from envdoctor.sb3.archive import ModelFileError
-from envdoctor.sb3.facts import models_facts
+from envdoctor.sb3.models_section import models_facts
 from envdoctor.sb3.pickle_file import inspect_file
 
 PWNED = "envdoctor-pickle-file-test-ran-code"

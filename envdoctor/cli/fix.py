@@ -25,7 +25,7 @@ from envdoctor.facts import UnusableFacts
 from envdoctor.fix import apply as applying
 from envdoctor.fix import installer as installers
 from envdoctor.fix import record as records
-from envdoctor.fix.facts import gather
+from envdoctor.fix.inputs import gather
 from envdoctor.fix.mixed_wheels import plan_mixed_wheels
 from envdoctor.fix import dry_run
 from envdoctor.fix.pin_cuda import COMPANIONS, Request, plan_pin_cuda
