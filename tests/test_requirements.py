@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import email
 import json
+import re
 import subprocess
 import sys
 import zipfile
@@ -390,3 +391,33 @@ def test_a_stack_requirement_the_whole_ladder_ran_past_is_a_warning_that_says_so
     (tmp_path / "unprobed.json").write_text(json.dumps(report))
     [unprobed] = findings_by_id(judge_recorded(tmp_path / "unprobed.json", only="requirements"))["requirements.unsatisfied"]
     assert unprobed["severity"] == "error" and unprobed["title"] == finding["title"]
+
+
+def test_installed_extras_are_those_whose_every_added_requirement_is_installed():
+    """Against the definition, evaluated the long way (every requirement under every extra), on this
+    interpreter's real distributions (Ray's dozens of extras among them) and on markers that name
+    extras in every shape packaging writes."""
+    from packaging.requirements import Requirement
+    from packaging.markers import default_environment
+
+    from envdoctor.facts.requirements import applies, installed_extras, parsed_requirements
+    from envdoctor.facts.target import normalize
+
+    def by_definition(parsed, environment):
+        found = {}
+        for name, requirements in parsed.items():
+            extras = {normalize(e) for r in requirements if r.marker is not None for e in re.findall(r"""\bextra\s*==\s*['"]([^'"]+)['"]""", str(r.marker))}
+            for extra in extras:
+                added = [r for r in requirements if applies(r, environment, (extra,)) and not applies(r, environment)]
+                if added and all(normalize(r.name) in parsed for r in added):
+                    found.setdefault(name, set()).add(extra)
+        return found
+
+    parsed = {normalize(d.metadata["Name"]): parsed_requirements({"requires": d.requires or []}) for d in metadata.distributions()}
+    parsed["made-up"] = [Requirement(line) for line in (
+        'numpy; extra == "Fast_Math"', 'torch; extra == "gpu" and python_version >= "3"', 'nosuchpkg; extra == "gpu"',
+        'packaging; extra != "lite"', 'pytest; (extra == "test" or extra == "dev") and sys_platform != "nowhere"',
+    )]
+    environment = default_environment()
+    assert installed_extras(parsed, environment) == by_definition(parsed, environment)
+    assert installed_extras(parsed, environment)["made-up"] == {"fast-math", "test", "dev"}
