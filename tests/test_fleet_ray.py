@@ -23,7 +23,7 @@ import pytest
 from envdoctor import engine
 from envdoctor.facts.environ import THREAD_VARIABLES
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("ray-cluster")]  # one cluster, started once, on one worker
 
 RAY = Path(sys.executable).parent / "ray"
 START_TIMEOUT_S = 90
