@@ -16,9 +16,9 @@ from typing import Any, Iterable, List, Mapping, Optional, Sequence, Tuple
 from envdoctor.checks import check
 from envdoctor.crash import bounds, stacks
 from envdoctor.facts import view_of
+from envdoctor.facts.memory import MemoryView
 from envdoctor.facts.run import RunView
 from envdoctor.facts.run_describe import forwarding, left_behind_text, where
-from envdoctor.facts.memory import MemoryView
 from envdoctor.facts.target import TargetView
 from envdoctor.failures import Failure, classify_exception, first_line
 from envdoctor.knowledge.errors import KnownError, matching

@@ -20,9 +20,11 @@ from envdoctor import host
 from envdoctor.files import open_regular
 
 MAGIC = b"\x7fELF"
+SHT_PROGBITS = 1
 SHT_DYNAMIC = 6
 SHT_GNU_VERDEF = 0x6FFFFFFD
 SHT_GNU_VERNEED = 0x6FFFFFFE
+SHF_WRITE, SHF_ALLOC, SHF_EXECINSTR = 0x1, 0x2, 0x4
 DT_NULL, DT_NEEDED, DT_RPATH, DT_RUNPATH = 0, 1, 15, 29
 MAX_SECTIONS = 4096  # real objects have tens; a corrupt count must not make us read gigabytes
 MAX_SECTION_BYTES = 8 * 2**20  # .dynstr of libtorch_cpu.so is about 6 MiB
@@ -57,6 +59,11 @@ class Section:
     size: int
     link: int
     flags: int = 0
+
+    @property
+    def read_only_data(self) -> bool:
+        """Loaded, neither written nor run: where a C string literal lives (.rodata and its kin)."""
+        return self.type == SHT_PROGBITS and bool(self.flags & SHF_ALLOC) and not self.flags & (SHF_WRITE | SHF_EXECINSTR)
 
 
 class Reader:

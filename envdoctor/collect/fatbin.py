@@ -24,10 +24,9 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Dict, Iterator, Optional, Sequence, Tuple
 
-from envdoctor.collect.elf import NotElf, Reader, Section
+from envdoctor.collect.elf import SHT_PROGBITS, NotElf, Reader, Section
 
 FATBIN_MAGIC = 0xBA55ED50
-SHT_PROGBITS = 1
 KIND_PTX, KIND_CUBIN = 1, 2
 FATBIN_HEADER = struct.Struct("<IHHQ")  # magic, version, header size, size of the entries that follow
 ENTRY_HEADER = struct.Struct("<HHIQ12xI")  # kind, version, header size, payload size, ..., capability at 28

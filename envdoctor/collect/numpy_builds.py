@@ -28,8 +28,6 @@ from envdoctor.knowledge import numpy2
 NUMPY_2_CORE = b"numpy._core._multiarray_umath"
 NUMPY_1_CORE = b"numpy.core._multiarray_umath"
 CHUNK = 2**20
-SHT_PROGBITS = 1
-SHF_WRITE, SHF_ALLOC, SHF_EXECINSTR = 0x1, 0x2, 0x4
 MAX_FILE_BYTES = 256 * 2**20  # larger libraries are engines, not the module that imports NumPy
 MAX_BYTES_PER_DISTRIBUTION = 512 * 2**20
 MAX_RECORD_BYTES = 16 * 2**20
@@ -66,7 +64,7 @@ def searched_ranges(stream: BinaryIO) -> List[Tuple[int, int]]:
         sections = Reader(stream).sections()
     except NotElf:
         sections = []
-    ranges = [(s.offset, s.size) for s in sections if s.type == SHT_PROGBITS and s.flags & SHF_ALLOC and not s.flags & (SHF_WRITE | SHF_EXECINSTR)]
+    ranges = [(s.offset, s.size) for s in sections if s.read_only_data]
     return ranges or [(0, MAX_FILE_BYTES)]
 
 

@@ -19,7 +19,6 @@ watch it while it runs and end it with `kill_family`.
 
 from __future__ import annotations
 
-import ctypes
 import errno
 import os
 import select
@@ -36,6 +35,7 @@ from typing import Callable, Dict, Iterator, List, Mapping, Optional, Sequence, 
 
 from envdoctor import package_data
 from envdoctor.proc.processes import psutil
+from envdoctor.proc.subreaper import PR_SET_PDEATHSIG, prctl_function
 
 MARKER_VARIABLE = "ENVDOCTOR_CHILD"
 # After the child has ended, how long output may still arrive from descendants that share its pipes.
@@ -47,7 +47,6 @@ KEPT_BYTES = 8 << 20  # of each stream's output, the first and the last this man
 LONGEST_LINE = 1 << 20  # a streamed line without its end this long is handed over as it is
 KILL_ROUNDS = 5  # a family that forks while it is being killed is looked for again
 REAP_S = 5.0  # a SIGKILLed child stuck in the kernel (a hung driver call) is not waited on longer
-PR_SET_PDEATHSIG = 1
 START_S = 30.0  # for the intermediary's interpreter to start and report the program running, on a loaded machine
 SUBREAPER_SOURCE = package_data.read_text("envdoctor.proc", "subreaper.py")
 
@@ -200,19 +199,8 @@ def describe_code(returncode: Optional[int]) -> str:
     return f"exited with {returncode}"
 
 
-def load_prctl():
-    """libc's prctl, on Linux; elsewhere there is no parent-death signal to ask for."""
-    if not sys.platform.startswith("linux"):
-        return None
-    try:
-        prctl = ctypes.CDLL(None, use_errno=True).prctl
-    except (OSError, AttributeError):
-        return None
-    prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong]
-    return prctl
-
-
-PRCTL = load_prctl()
+# libc's prctl, as the intermediary loads it; off Linux there is no parent-death signal to ask for.
+PRCTL = prctl_function() if sys.platform.startswith("linux") else None
 
 
 def die_with_doctor() -> Optional[Callable[[], None]]:
