@@ -400,7 +400,7 @@ def test_installed_extras_are_those_whose_every_added_requirement_is_installed()
     from packaging.requirements import Requirement
     from packaging.markers import default_environment
 
-    from envdoctor.facts.requirements import applies, installed_extras, parsed_requirements
+    from envdoctor.facts.requirements import Markers, applies, installed_extras, parsed_requirements
     from envdoctor.facts.target import normalize
 
     def by_definition(parsed, environment):
@@ -419,5 +419,5 @@ def test_installed_extras_are_those_whose_every_added_requirement_is_installed()
         'packaging; extra != "lite"', 'pytest; (extra == "test" or extra == "dev") and sys_platform != "nowhere"',
     )]
     environment = default_environment()
-    assert installed_extras(parsed, environment) == by_definition(parsed, environment)
-    assert installed_extras(parsed, environment)["made-up"] == {"fast-math", "test", "dev"}
+    assert installed_extras(parsed, Markers(environment)) == by_definition(parsed, environment)
+    assert installed_extras(parsed, Markers(environment))["made-up"] == {"fast-math", "test", "dev"}

@@ -7,8 +7,9 @@ fix planners read the same graph.
 
 from __future__ import annotations
 
+import functools
 import re
-from typing import Any, Dict, Iterable, List, Mapping, Set
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Set
 
 from packaging.requirements import InvalidRequirement, Requirement
 
@@ -22,25 +23,50 @@ Graph = Dict[str, List[Requirement]]
 def applies(requirement: Requirement, environment: Mapping[str, str], extras: Iterable[str] = ()) -> bool:
     """Whether the requirement's marker holds for `environment`, without an extra or with one of
     `extras`; a marker that cannot be evaluated (an undefined comparison) holds for no one."""
-    if requirement.marker is None:
-        return True
+    return Markers(environment).applies(requirement, extras)
+
+
+class Markers:
+    """Markers judged for one environment, each (requirement, extra) once: building the graph asks
+    the same marker again for every extra and every pass (thousands of times for one fix plan)."""
+
+    def __init__(self, environment: Mapping[str, str]):
+        self.environment = environment
+        self.known: Dict[tuple, tuple] = {}
+
+    def applies(self, requirement: Requirement, extras: Iterable[str] = ()) -> bool:
+        """`applies` for this environment."""
+        return requirement.marker is None or any(self.holds(requirement, extra) for extra in ("", *extras))
+
+    def holds(self, requirement: Requirement, extra: str) -> bool:
+        key = (id(requirement), extra)
+        if key not in self.known:  # the requirement is kept with its outcome, so its id is never reused here
+            self.known[key] = (requirement, self.evaluated(requirement, extra))
+        return self.known[key][1]
+
+    def evaluated(self, requirement: Requirement, extra: str) -> bool:
+        try:
+            return requirement.marker.evaluate({**self.environment, "extra": extra})
+        except ValueError:
+            return False
+
+
+@functools.lru_cache(maxsize=2**16)
+def parsed_line(line: str) -> Optional[Requirement]:
+    """One Requires-Dist line parsed, or None; once per process, since a fix plan reads the same
+    graph several times (hundreds of lines each). Nothing changes a Requirement once parsed."""
     try:
-        return any(requirement.marker.evaluate({**environment, "extra": extra}) for extra in ("", *extras))
-    except ValueError:
-        return False
+        return Requirement(line)
+    except InvalidRequirement:
+        return None
 
 
 def parsed_requirements(dist: Mapping[str, Any]) -> List[Requirement]:
     """The Requires-Dist lines that parse; one that does not (or a recorded report's non-text) is no
     verdict about this environment."""
     lines = dist.get("requires")
-    found = []
-    for line in lines if isinstance(lines, list) else ():
-        try:
-            found.append(Requirement(line if isinstance(line, str) else ""))
-        except InvalidRequirement:
-            continue
-    return found
+    parsed = (parsed_line(line) for line in lines if isinstance(line, str)) if isinstance(lines, list) else ()
+    return [requirement for requirement in parsed if requirement is not None]
 
 
 def named_extras(requirement: Requirement) -> Set[str]:
@@ -48,7 +74,7 @@ def named_extras(requirement: Requirement) -> Set[str]:
     return {normalize(extra) for extra in EXTRA_CONDITION.findall(str(requirement.marker))} if requirement.marker is not None else set()
 
 
-def installed_extras(parsed: Graph, environment: Mapping[str, str]) -> Dict[str, Set[str]]:
+def installed_extras(parsed: Graph, markers: Markers) -> Dict[str, Set[str]]:
     """Extras whose every added requirement is installed: `pip install tensorflow[and-cuda]` leaves no
     other trace, and a planner that removes things must assume such an extra is in use. What an extra
     adds is looked for among the requirements that name it (a distribution with 40 extras and 300
@@ -57,13 +83,13 @@ def installed_extras(parsed: Graph, environment: Mapping[str, str]) -> Dict[str,
     for name, requirements in parsed.items():
         named = [(requirement, named_extras(requirement)) for requirement in requirements]
         for extra in set().union(*(extras for _, extras in named)):
-            added = [r for r, extras in named if extra in extras and applies(r, environment, (extra,)) and not applies(r, environment)]
+            added = [r for r, extras in named if extra in extras and markers.applies(r, (extra,)) and not markers.applies(r)]
             if added and all(normalize(r.name) in parsed for r in added):
                 found.setdefault(name, set()).add(extra)
     return found
 
 
-def requested_extras(parsed: Graph, environment: Mapping[str, str], seeds: Mapping[str, Set[str]]) -> Dict[str, Set[str]]:
+def requested_extras(parsed: Graph, markers: Markers, seeds: Mapping[str, Set[str]]) -> Dict[str, Set[str]]:
     """Name -> extras in effect: `seeds`, plus every `pkg[x]` asked for by a requirement in effect,
     followed until nothing new is asked (an extra may ask for further extras)."""
     requested = {name: set(extras) for name, extras in seeds.items()}
@@ -72,7 +98,7 @@ def requested_extras(parsed: Graph, environment: Mapping[str, str], seeds: Mappi
         changed = False
         for name, requirements in parsed.items():
             for requirement in requirements:
-                if not requirement.extras or not applies(requirement, environment, requested.get(name, ())):
+                if not requirement.extras or not markers.applies(requirement, requested.get(name, ())):
                     continue
                 wanted = requested.setdefault(normalize(requirement.name), set())
                 new = {normalize(e) for e in requirement.extras} - wanted
@@ -84,8 +110,8 @@ def requested_extras(parsed: Graph, environment: Mapping[str, str], seeds: Mappi
 def requirements_in_effect(target: TargetView, assume_installed_extras: bool = False) -> Graph:
     """Installed name -> its requirements in effect for the target; with `assume_installed_extras`,
     also those of extras whose requirements are all installed (the safe side before removing anything)."""
-    environment = target.marker_environment()
+    markers = Markers(target.marker_environment())
     parsed = {name: parsed_requirements(dist) for name, dist in target.distributions.items()}
-    seeds = installed_extras(parsed, environment) if assume_installed_extras else {}
-    extras = requested_extras(parsed, environment, seeds)
-    return {name: [r for r in requirements if applies(r, environment, extras.get(name, ()))] for name, requirements in parsed.items()}
+    seeds = installed_extras(parsed, markers) if assume_installed_extras else {}
+    extras = requested_extras(parsed, markers, seeds)
+    return {name: [r for r in requirements if markers.applies(r, extras.get(name, ()))] for name, requirements in parsed.items()}
