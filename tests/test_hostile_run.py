@@ -256,6 +256,19 @@ def test_a_double_forked_orphan_that_cleared_its_environment_is_killed(pid_file)
     assert survivors(pids_in(pid_file)) == []
 
 
+def test_processes_are_looked_for_only_while_the_tree_may_live(pid_file, monkeypatch):
+    """The intermediary says when it has reaped the whole tree: only then is the search skipped; a
+    program that leaves a process behind is searched for and the process ended."""
+    searched = []
+    search = children.kill_family
+    monkeypatch.setattr(children, "kill_family", lambda child: searched.append(child.pid) or search(child))
+    assert children.run_child(["sh", "-c", "sleep 0.2 & wait; exit 3"], timeout=30).returncode == 3
+    assert searched == []
+    result = children.run_child(["sh", "-c", leave("setsid sleep 1000", pid_file) + "; exit 0"], timeout=10)
+    assert result.returncode == 0 and len(searched) == 1, result
+    assert survivors(pids_in(pid_file)) == []
+
+
 def test_a_child_s_parent_is_not_the_doctor(pid_file):
     result = children.run_child([PY, "-c", "import os; print(os.getppid())"], timeout=30)
     assert result.ok and int(result.stdout) != os.getpid()

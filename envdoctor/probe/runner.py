@@ -14,15 +14,18 @@ import threading
 import time
 from collections import deque
 from dataclasses import dataclass
-from typing import Callable, Deque, List, Mapping, Optional, Tuple
+from typing import TYPE_CHECKING, Callable, Deque, List, Mapping, Optional, Tuple
 
 from envdoctor.probe import ladder
 from envdoctor.probe.classify import classify
 from envdoctor.probe.result import ProbeResult
 from envdoctor.proc.children import stream_child
-from envdoctor.proc.processes import psutil
+from envdoctor.proc import processes
 from envdoctor.target import script_source
 from envdoctor.target.ladder import MARK
+
+if TYPE_CHECKING:
+    from psutil import Process
 
 DEFAULT_TIMEOUT_S = 300.0
 # The child's watchdog fires at the deadline and needs a moment to dump every thread and exit.
@@ -60,20 +63,20 @@ class CpuClock:
     def __init__(self, started: float):
         self.started = started
         self.samples: Deque[Tuple[float, float]] = deque(maxlen=int(RECENT_S / SAMPLE_S) + 2)
-        self.process: Optional[psutil.Process] = None
+        self.process: Optional[Process] = None
         self.stopped = threading.Event()
 
     def watch(self, pid: int) -> None:
         try:
-            self.process = psutil.Process(pid)
-        except (psutil.Error, ValueError, TypeError):
+            self.process = processes.psutil.Process(pid)
+        except (processes.psutil.Error, ValueError, TypeError):
             return
         threading.Thread(target=self.sample_until_stopped, name="probe-cpu-clock", daemon=True).start()
 
     def read(self) -> Optional[float]:
         try:
             times = self.process.cpu_times() if self.process else None
-        except psutil.Error:
+        except processes.psutil.Error:
             return None
         return times.user + times.system if times else None
 

@@ -31,11 +31,14 @@ import time
 import uuid
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
-from typing import Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Set
+from typing import TYPE_CHECKING, Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Set
 
 from envdoctor import package_data
-from envdoctor.proc.processes import psutil
+from envdoctor.proc import processes
 from envdoctor.proc.subreaper import PR_SET_PDEATHSIG, prctl_function
+
+if TYPE_CHECKING:
+    from psutil import Process
 
 MARKER_VARIABLE = "ENVDOCTOR_CHILD"
 # After the child has ended, how long output may still arrive from descendants that share its pipes.
@@ -113,6 +116,7 @@ class Child(subprocess.Popen):
         self.marker = marker
         self.program_argv = tuple(argv)
         self.reported: Optional[int] = None
+        self.tree_reaped = False
         reports, report = os.pipe()
         ctype = env.get("LC_CTYPE")
         intermediary = [sys.executable, "-I", "-S", "-c", SUBREAPER_SOURCE, str(report), "-" if ctype is None else "=" + ctype, *argv]
@@ -147,12 +151,13 @@ class Child(subprocess.Popen):
             raise OSError(self.start_errno, os.strerror(self.start_errno), self.program_argv[0])
         raise OSError(errno.ECHILD, f"the intermediary under {sys.executable} {describe_code(self.returncode)} before starting {self.program_argv[0]}")
 
-    def read_reports(self, wait_s: float) -> None:
-        """Take in what the intermediary has reported, waiting up to `wait_s` for the first of it."""
+    def read_reports(self, wait_s: float) -> bool:
+        """Take in what the intermediary has reported, waiting up to `wait_s` for the first of it;
+        whether there was anything to read."""
         poller = select.poll()
         poller.register(self.reports, select.POLLIN)
         if not poller.poll(max(wait_s, 0) * 1000):
-            return
+            return False
         chunk = os.read(self.reports, 256)
         if not chunk:
             self.close_reports()
@@ -160,13 +165,22 @@ class Child(subprocess.Popen):
         while b"\n" in self.buffered:
             line, _, self.buffered = self.buffered.partition(b"\n")
             kind, _, number = line.decode().partition(" ")
-            value = int(number)
-            if kind == "S":
-                self.program_pid = value
+            if kind == "R":
+                self.tree_reaped = True
+            elif kind == "S":
+                self.program_pid = int(number)
             elif kind == "E":
-                self.start_errno = value
+                self.start_errno = int(number)
             elif kind == "X":
-                self.reported = value
+                self.reported = int(number)
+        return True
+
+    def nothing_left(self) -> bool:
+        """Whether the intermediary has reported every process of the program's tree reaped (read
+        without waiting): then no descendant can be alive anywhere, and none needs looking for."""
+        while not self.tree_reaped and self.reports >= 0 and self.read_reports(0):
+            pass
+        return self.tree_reaped
 
     def program_ended(self) -> bool:
         """Whether the intermediary has reported the program's end (without waiting)."""
@@ -250,29 +264,29 @@ def marked(marker: str) -> List[int]:
     return pids
 
 
-def alive(process: psutil.Process) -> bool:
+def alive(process: Process) -> bool:
     """Running or stopped; a zombie has ended (its parent, maybe a non-reaping init, just has not waited)."""
     try:
-        return process.status() != psutil.STATUS_ZOMBIE
-    except psutil.Error:
+        return process.status() != processes.psutil.STATUS_ZOMBIE
+    except processes.psutil.Error:
         return False
 
 
-def family(child: Child) -> List[psutil.Process]:
+def family(child: Child) -> List[Process]:
     """The child (while it lives) and every live descendant: those still under it, and those that
     carry its marker after leaving it, with everything under them."""
-    found: Dict[int, psutil.Process] = {}
+    found: Dict[int, Process] = {}
     for pid in [child.pid] + marked(child.marker):
         try:
-            root = psutil.Process(pid)
+            root = processes.psutil.Process(pid)
             for member in [root] + root.children(recursive=True):
                 found.setdefault(member.pid, member)
-        except psutil.Error:
+        except processes.psutil.Error:
             continue
     return [process for process in found.values() if alive(process)]
 
 
-def descendants(child: Child) -> List[psutil.Process]:
+def descendants(child: Child) -> List[Process]:
     """The child's live family without the child itself."""
     return [process for process in family(child) if process.pid != child.pid]
 
@@ -296,7 +310,7 @@ def signal_family(child: Child, number: int) -> int:
         if group != child.pid:
             try:
                 member.send_signal(number)
-            except psutil.Error:
+            except processes.psutil.Error:
                 continue
         reached += member.pid != child.pid
     return reached
@@ -309,22 +323,22 @@ def kill_family(child: Child) -> None:
             return
 
 
-def end_processes(processes: Sequence[psutil.Process], grace_s: float) -> List[psutil.Process]:
+def end_processes(ending: Sequence[Process], grace_s: float) -> List[Process]:
     """SIGTERM each, give them `grace_s` to exit, SIGKILL the rest; return the ones that needed SIGKILL."""
-    for process in processes:
+    for process in ending:
         try:
             process.terminate()
-        except psutil.Error:
+        except processes.psutil.Error:
             pass
     deadline = time.monotonic() + grace_s
-    living = [process for process in processes if alive(process)]
+    living = [process for process in ending if alive(process)]
     while living and time.monotonic() < deadline:
         time.sleep(0.05)
         living = [process for process in living if alive(process)]
     for process in living:
         try:
             process.kill()
-        except psutil.Error:
+        except processes.psutil.Error:
             pass
     return living
 
@@ -465,11 +479,12 @@ def start_waited(argv: Sequence[str], env, cwd, *, stderr) -> Child:
 def waited(child: Child) -> Iterator[None]:
     """Wrap the wait on a child from `start_waited`: however the wait ends (its end, its time limit, a
     Ctrl-C caught here: it has its own session, so the terminal's SIGINT never reaches it), the child's
-    whole family is killed and the child reaped."""
+    family still alive is killed (none is when its intermediary reported its tree reaped) and the child reaped."""
     try:
         yield
     finally:
-        kill_family(child)
+        if not child.nothing_left():
+            kill_family(child)
         reap(child)
         for stream in (child.stdout, child.stderr):
             if stream is not None:

@@ -13,7 +13,8 @@ the doctor still finds it in its child's tree and ends it. It ignores the signal
 scheduler sends (the doctor delivers those to the program itself) and reports on a pipe, one line
 each: `S PID` once the program runs, `E ERRNO` when it could not start, `X CODE` when it ended (a
 return code, negative for a signal). It then stays, reaping orphans, until none is left or the doctor
-ends it, and exits as the program did.
+ends it; says `R` once it has no child left (as a sub-reaper, then no process of the program's tree
+lives: the doctor has nothing to look for and end), and exits as the program did.
 
 Run by the doctor's own interpreter as `python -I -S -c SOURCE FD CTYPE PROGRAM...`; importing this
 module runs nothing, and it uses the standard library only, in Python 3.8 syntax. CTYPE is the
@@ -142,6 +143,7 @@ def main(argv):
         if ended == pid:
             code = exit_code(status)
             tell(report, "X %d" % code)
+    tell(report, "R")
     end_as(code)
 
 
