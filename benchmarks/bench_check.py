@@ -23,7 +23,7 @@ import tempfile
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence
 
-from timing import measured
+from timing import compile_package, measured
 
 HERE = Path(__file__).resolve().parent.parent
 CHECK = ["-m", "envdoctor", "check", "--no-save", "--no-probe"]
@@ -83,8 +83,11 @@ def main() -> None:
         commands = [ours, Timed("python -m torch.utils.collect_env", COLLECT_ENV), Timed("envdoctor --version", VERSION, cwd=HERE)]
         if options.against:
             commands.insert(1, check_command(options.against.resolve(), folder / "theirs.json", f"check --no-probe of {options.against}"))
+        for checkout in (HERE, options.against):
+            if checkout:
+                compile_package(checkout.resolve() / "envdoctor")
         for command in commands:
-            command.run(kept=False)  # warm-up round: the page cache, .pyc files
+            command.run(kept=False)  # warm-up round: the page cache
         for _ in range(options.runs):
             for command in commands:
                 command.run()

@@ -14,6 +14,10 @@ import subprocess
 import sys
 import tempfile
 import time
+from pathlib import Path
+
+import envdoctor
+from timing import compile_package
 
 CRASH = "import ctypes, sys\nif len(sys.argv) > 1: open(sys.argv[1], 'rb').close()\nctypes.string_at(0)\n"
 
@@ -25,6 +29,7 @@ def wall(argv) -> float:
 
 
 def main(rounds: int, model: str) -> None:
+    compile_package(Path(envdoctor.__file__).parent)
     with tempfile.TemporaryDirectory() as reports:
         child = [sys.executable, "-c", CRASH] + ([model] if model else [])
         wrapped = [sys.executable, "-m", "envdoctor", "run", "--report-dir", reports, "--", *child]

@@ -7,7 +7,14 @@ import statistics
 import subprocess
 import sys
 import time
+from pathlib import Path
 from typing import List, Mapping, Optional, Sequence, Tuple
+
+
+def compile_package(package: Path) -> None:
+    """Bytecode for an envdoctor package folder, as an installed one has (pip compiles on install):
+    where PYTHONDONTWRITEBYTECODE is set, every timed run would otherwise compile the package anew."""
+    subprocess.run([sys.executable, "-m", "compileall", "-q", str(package)], check=True, stdout=subprocess.DEVNULL)
 
 
 def measured(argv: Sequence[str], cwd: Optional[str] = None, env: Optional[Mapping[str, str]] = None) -> Tuple[float, float]:
