@@ -135,6 +135,30 @@ def test_exit_status_3_passes_both_streams_through(envdoctor, tmp_path):
     assert finding(report, "run.exit-status")["evidence"]["last_error_line"] == "error: --steps must be positive"
 
 
+def test_a_local_file_that_hides_the_library_is_the_confirmed_cause(envdoctor, tmp_path):
+    """The failing process itself says which file `import numpy` ran and what it hid."""
+    (tmp_path / "numpy.py").write_text("def helper():\n    return 1\n")
+    (tmp_path / "train.py").write_text("import numpy as np\nnp.zeros(3)\n")
+    result = envdoctor("run", "--", PY, "train.py", child=True)
+    assert result.returncode == 1, result
+    report = saved(tmp_path)
+    seen = finding(report, "run.shadowed-module")["evidence"]
+    assert (seen["module"], seen["file"]) == ("numpy", str(tmp_path / "numpy.py"))
+    assert seen["hides"].endswith(os.path.join("site-packages", "numpy", "__init__.py")), seen
+    first = report["diagnosis"][0]
+    assert (first["id"], first["confidence"]) == ("run.shadowed-module", "confirmed"), report["diagnosis"]
+
+
+def test_a_missing_name_in_the_installed_library_is_no_shadowing(envdoctor, tmp_path):
+    (tmp_path / "train.py").write_text("import numpy as np\nnp.no_such_function_here(3)\n")
+    result = envdoctor("run", "--", PY, "train.py", child=True)
+    assert result.returncode == 1, result
+    report = saved(tmp_path)
+    assert report["run"]["exception"].get("shadowing") is None
+    assert "run.shadowed-module" not in [f["id"] for f in report["findings"]]
+    assert report["diagnosis"][0]["id"] == "run.exception"
+
+
 def test_stdin_passes_through_and_a_clean_exit_writes_no_report(envdoctor, tmp_path):
     result = envdoctor("run", "--", PY, program("echo_stdin.py"), input="hello from stdin\n", child=True)
     assert result.returncode == 0, result

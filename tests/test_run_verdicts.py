@@ -120,3 +120,18 @@ def test_the_picture_draws_each_series_even_from_a_single_sample():
 def test_text_chart_scales_each_series_to_its_limit():
     lines = chart.text_chart(recorded_run(), width=10)
     assert lines[1].startswith("GPU0 ") and lines[1].endswith("peak 79.0 GiB of 80.0 GiB")
+
+
+def exited_with(exception):
+    run = recorded_run(output=("AttributeError: module 'numpy' has no attribute 'zeros'",))
+    run["ending"] = {"kind": "exit", "returncode": 1, "exit_status": 1, "signal": None, "signal_name": None, "signal_meaning": None, "forwarded_signals": []}
+    run["exception"] = exception
+    return run
+
+
+def test_a_recorded_shadowing_of_the_wrong_shape_is_no_finding():
+    raised = {"type": "AttributeError", "message": "module 'numpy' has no attribute 'zeros'", "frames": []}
+    good = {"module": "numpy", "file": "/w/numpy.py", "hides": "/venv/site-packages/numpy/__init__.py"}
+    assert "run.shadowed-module" in ids(judge_run(exited_with({**raised, "shadowing": good})))
+    for shadowing in (None, [], "numpy", {**good, "file": 5}, {"module": "numpy"}):
+        assert "run.shadowed-module" not in ids(judge_run(exited_with({**raised, "shadowing": shadowing}))), shadowing

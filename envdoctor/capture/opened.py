@@ -24,6 +24,8 @@ LOG_VARIABLE = "ENVDOCTOR_AUDIT_LOG"
 VARIATION_VARIABLE = "ENVDOCTOR_VARIATION"  # the change bisection makes again in each Python process
 LOG_LIMIT = 8 * 2**20
 MAX_MODELS = 20
+SHADOWING_KEYS = ("module", "file", "hides")
+MAX_SHADOWING_CHARS = 4096
 
 
 def hook_environment(workdir: Path, environ: Mapping[str, str]) -> Dict[str, str]:
@@ -73,6 +75,16 @@ def ending_of(pid: Any, lines: List[dict]) -> str:
     return "exception" if "exception" in events else "exit" if "end" in events else "killed"
 
 
+def shadowing_of(pid: Any, lines: List[dict]) -> Optional[Dict[str, str]]:
+    """The module file that hid another of its name, as the hook saw it when the process died of an
+    exception about that module (target/audit.py): three bounded texts, or None."""
+    for line in lines:
+        found = line.get("shadowing") if line.get("event") == "exception" and line.get("pid") == pid else None
+        if isinstance(found, dict) and all(isinstance(found.get(key), str) for key in SHADOWING_KEYS):
+            return {key: found[key][:MAX_SHADOWING_CHARS] for key in SHADOWING_KEYS}
+    return None
+
+
 def process_facts(start: Mapping, given: Mapping[str, str], hook: Mapping[str, str], lines: List[dict]) -> dict:
     environ = start.get("environ") if isinstance(start.get("environ"), dict) else {}
     return {
@@ -82,6 +94,7 @@ def process_facts(start: Mapping, given: Mapping[str, str], hook: Mapping[str, s
         "argv": [str(a) for a in (start.get("argv") or [])][:50],
         "environ_changes": environ_changes(environ, given, hook),
         "ended": ending_of(start.get("pid"), lines),
+        "shadowing": shadowing_of(start.get("pid"), lines),
     }
 
 

@@ -24,8 +24,18 @@ def run_command(argv: Sequence[str], settings: Settings, environ: Mapping[str, s
         run = record.build(seen, settings, gdb.read_log(log) if log else "")
         run["exception"] = last_exception(seen.tail.stderr_text())
         run.update(opened.read(Path(workdir) / "audit.log", child_environment(environ)[0], hook))
+        run["exception"] = with_shadowing(run)
         run["loader"] = loader_facts(run, seen.tail.stderr_text(), environ)
         return bounds.within_budget(run)
+
+
+def with_shadowing(run: dict) -> Optional[dict]:
+    """The exception, with the module file that hid another of its name where the process that died
+    of it saw one."""
+    raised, process = run["exception"], opened.diagnosed_process(run) or {}
+    if raised and process.get("ended") == "exception" and process.get("shadowing"):
+        return {**raised, "shadowing": process["shadowing"]}
+    return raised
 
 
 def loader_facts(run: dict, stderr: str, environ: Mapping[str, str]) -> Optional[dict]:

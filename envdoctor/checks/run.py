@@ -14,6 +14,7 @@ import shlex
 from typing import Any, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 from envdoctor.checks import check
+from envdoctor.checks.imports import shadow_remedies
 from envdoctor.crash import bounds, stacks
 from envdoctor.facts import view_of
 from envdoctor.facts.memory import MemoryView
@@ -367,6 +368,31 @@ def exception(facts: Mapping[str, Any]) -> Iterable[Finding]:
         + "".join(f" {line[0].upper()}{line[1:]}." for line in evidence["loader"]),
         evidence=evidence,
         remedies=((fix,) if fix else ()) + remedies,
+    )
+
+
+SHADOWING_KEYS = ("module", "file", "hides")
+
+
+@check("run.shadowed-module", "The failing process imported a local file or folder in place of the library of its name", requires=("run",))
+def shadowed_module(facts: Mapping[str, Any]) -> Iterable[Finding]:
+    """Seen in the process itself (target/audit.py): the module its exception is about came from a
+    file that hides another of the same name further down its sys.path."""
+    view = view_of(facts, RunView)
+    raised = view.record.get("exception")
+    shadow = raised.get("shadowing") if isinstance(raised, Mapping) else None
+    if view.ending_kind != "exit" or not isinstance(shadow, Mapping) or not all(isinstance(shadow.get(k), str) for k in SHADOWING_KEYS):
+        return
+    module, ran, hidden = (shadow[k] for k in SHADOWING_KEYS)
+    local = os.path.dirname(ran) if os.path.basename(ran).startswith("__init__.") else ran
+    yield Finding(
+        id="run.shadowed-module",
+        severity=Severity.ERROR,
+        title=f"import {module} ran {local}, not the library it hides ({hidden})",
+        explanation=f"The process that died of {raised.get('type') or 'an exception'} about {module} had imported it from {ran}: "
+        f"its folder comes earlier on that process's sys.path than {hidden}, so every name the library defines and {local} does not is missing.",
+        evidence={"module": module, "file": ran, "hides": hidden, "exception": first_line(str(raised.get("message") or ""))},
+        remedies=shadow_remedies(facts, module, local),
     )
 
 

@@ -171,6 +171,15 @@ def deep_recursion(facts: Mapping[str, Any]) -> Iterable[Cause]:
         yield cause(finding, "likely", [finding.title], "deep-recursion")
 
 
+@link("shadowed-module", "An exception about a module that the failing process imported from a local file hiding the library")
+def shadowed_module(facts: Mapping[str, Any]) -> Iterable[Cause]:
+    """Confirmed: the process itself said which file it imported, and what that file hid."""
+    finding = first(facts, "run.shadowed-module")
+    if finding is not None:
+        evidence = finding.evidence
+        yield cause(finding, "confirmed", [f"the failing process imported {evidence.get('module')} from {evidence.get('file')}, which hides {evidence.get('hides')}"], "shadowed-module")
+
+
 @link("gpu-out-of-memory", "A crash or error right after the GPU's memory filled")
 def gpu_out_of_memory(facts: Mapping[str, Any]) -> Iterable[Cause]:
     finding = first(facts, "run.gpu-out-of-memory")

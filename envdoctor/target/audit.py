@@ -7,7 +7,10 @@ prefix, argv and environment, so the doctor judges the environment the program r
 "open" line per file opened for reading (from Python's `open` audit event, PEP 578), so a model found
 through a config file is inspected too; an "exception" line when the process dies of an uncaught
 exception and an "end" line when it exits through the interpreter (a start with neither died by a
-signal), so the process that failed is told apart from the others a wrapper script ran. Under
+signal), so the process that failed is told apart from the others a wrapper script ran. The
+"exception" line also says when the module the exception is about was loaded from a file that hides
+another of the same name further down sys.path (a `numpy.py` beside the script, a torch source folder
+in the working directory): what the failing process really imported, which no later look can see. Under
 bisection it makes the variation again (ENVDOCTOR_VARIATION) before anything else runs, since a wrapper
 script may have exported the same variable after the doctor set it. Then it steps aside: its folder
 leaves sys.path and the user's own `sitecustomize`, if there is one, is loaded as it would have been.
@@ -16,6 +19,7 @@ leaves sys.path and the user's own `sitecustomize`, if there is one, is loaded a
 import atexit
 import json
 import os
+import re
 import sys
 
 LOG_VARIABLE = "ENVDOCTOR_AUDIT_LOG"
@@ -107,6 +111,58 @@ def said_as_site_says(error):
         sys.stderr.write("Error in sitecustomize; set PYTHONVERBOSE for traceback:\n%s: %s\n" % (error.__class__.__name__, error))
 
 
+# "module 'numpy' has no attribute 'zeros'", "partially initialized module 'torch' has no attribute ...":
+# before Python 3.10 an AttributeError does not carry the object it was raised for.
+MODULE_ATTRIBUTE = re.compile(r"module '([\w.]+)' has no attribute")
+
+
+def module_in_question(value):
+    """The module an uncaught exception is about: the one an AttributeError looked a name up in, or
+    the one an ImportError could not import (a name from)."""
+    if isinstance(value, AttributeError):
+        held = getattr(value, "obj", None)
+        if type(held) is type(sys):
+            return getattr(held, "__name__", None)
+        found = MODULE_ATTRIBUTE.search(str(value))
+        return found.group(1) if found else None
+    if isinstance(value, ImportError):
+        return value.name
+    return None
+
+
+def package_folder(origin):
+    """The sys.path entry a module file was found in: beside it, or above its package's __init__."""
+    folder = os.path.dirname(origin)
+    return os.path.dirname(folder) if os.path.basename(origin).startswith("__init__.") else folder
+
+
+def shadowing(value):
+    """{"module", "file", "hides"} when the module `value` is about was loaded from a file that hides
+    another module of the same name further down sys.path; None otherwise, or when it cannot be told."""
+    try:
+        import importlib.machinery
+
+        name = module_in_question(value)
+        top = name.partition(".")[0] if isinstance(name, str) else ""
+        if not top:
+            return None
+        entries = [os.path.abspath(entry or os.curdir) for entry in sys.path if isinstance(entry, str)]
+        origin = getattr(getattr(sys.modules.get(top), "__spec__", None), "origin", None)
+        if origin is None:  # a module whose import failed is no longer in sys.modules: what import finds
+            found = importlib.machinery.PathFinder.find_spec(top, entries)
+            origin = found.origin if found is not None else None
+        folder = package_folder(origin) if isinstance(origin, str) and os.path.isabs(origin) else None
+        if folder not in entries:
+            return None
+        hidden = importlib.machinery.PathFinder.find_spec(top, entries[entries.index(folder) + 1:])
+        hides = hidden.origin if hidden is not None and isinstance(hidden.origin, str) else None
+        if not hides or hides == origin:
+            return None
+        return {"module": top, "file": origin, "hides": hides}
+    except Exception:
+        return None
+
+
 def record_ending(fd):
     """An "exception" line when the process dies of an uncaught exception, an "end" line when the
     interpreter exits (after the exception's); a process that wrote neither was killed."""
@@ -114,7 +170,7 @@ def record_ending(fd):
     previous = sys.excepthook
 
     def excepthook(kind, value, traceback):
-        append(fd, {"event": "exception", "pid": pid, "type": getattr(kind, "__name__", str(kind))})
+        append(fd, {"event": "exception", "pid": pid, "type": getattr(kind, "__name__", str(kind)), "shadowing": shadowing(value)})
         previous(kind, value, traceback)
 
     sys.excepthook = excepthook
