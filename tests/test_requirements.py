@@ -421,3 +421,34 @@ def test_installed_extras_are_those_whose_every_added_requirement_is_installed()
     environment = default_environment()
     assert installed_extras(parsed, Markers(environment)) == by_definition(parsed, environment)
     assert installed_extras(parsed, Markers(environment))["made-up"] == {"fast-math", "test", "dev"}
+
+
+def test_the_requirements_in_effect_are_those_of_every_line_parsed():
+    """Lines behind an extra nobody asked for are left unparsed; the graph must be the one every line
+    parsed and every marker evaluated gives: on this interpreter's real distributions and on extras
+    asked for in other spellings, through a chain of extras."""
+    from envdoctor.facts.requirements import applies, parsed_requirements, requirements_in_effect
+    from envdoctor.facts.target import TargetView, normalize
+
+    def by_definition(distributions, environment):
+        parsed = {name: parsed_requirements(dist) for name, dist in distributions.items()}
+        requested: dict = {}
+        while True:
+            asked = {normalize(r.name): {normalize(e) for e in r.extras} for name, rs in parsed.items() for r in rs if r.extras and applies(r, environment, requested.get(name, ()))}
+            grown = {name: requested.get(name, set()) | asked.get(name, set()) for name in set(requested) | set(asked)}
+            if grown == requested:
+                break
+            requested = grown
+        return {name: [str(r) for r in rs if applies(r, environment, requested.get(name, ()))] for name, rs in parsed.items()}
+
+    real = [{"name": d.metadata["Name"], "version": d.version, "requires": d.requires or []} for d in metadata.distributions()]
+    made_up = [
+        {"name": "app", "version": "1", "requires": ["lib[Fast_Math]", 'unused; extra == "never"']},
+        {"name": "lib", "version": "1", "requires": ['numpy; extra == "fast-math"', "lib[gpu]; extra == 'fast.math'", 'torch ; extra == "GPU"', 'nothing; extra == "cpu"']},
+    ]
+    view = TargetView.from_json({"python": {"version": "3.11.7"}, "distributions": real + made_up})
+    environment = view.marker_environment()
+    graph = {name: [str(r) for r in rs] for name, rs in requirements_in_effect(view).items()}
+    assert graph == by_definition(view.distributions, environment)
+    assert [line.split(";")[0].strip() for line in graph["lib"]] == ["numpy", "lib[gpu]", "torch"]
+    assert graph["app"] == ["lib[Fast_Math]"]

@@ -16,6 +16,8 @@ from packaging.requirements import InvalidRequirement, Requirement
 from envdoctor.facts.target import TargetView, normalize
 
 EXTRA_CONDITION = re.compile(r"""\bextra\s*==\s*['"]([^'"]+)['"]""")
+# A Requires-Dist line whose marker is only `extra == "name"`: most lines of a large environment.
+BEHIND_EXTRA = re.compile(r"""^[^;]*;\s*extra\s*==\s*(["'])([A-Za-z0-9._-]+)\1\s*$""")
 
 Graph = Dict[str, List[Requirement]]
 
@@ -69,6 +71,21 @@ def parsed_requirements(dist: Mapping[str, Any]) -> List[Requirement]:
     return [requirement for requirement in parsed if requirement is not None]
 
 
+def possible_requirements(dist: Mapping[str, Any], extras: Set[str]) -> List[Requirement]:
+    """`parsed_requirements` less the lines behind one extra that is not among `extras`: such a line
+    cannot hold (as its marker would say), and is left unparsed, which is most of the cost of a graph."""
+    lines = dist.get("requires")
+    found = []
+    for line in lines if isinstance(lines, list) else ():
+        behind = BEHIND_EXTRA.match(line) if isinstance(line, str) else None
+        if behind is not None and normalize(behind.group(2)) not in extras:
+            continue
+        requirement = parsed_line(line) if isinstance(line, str) else None
+        if requirement is not None:
+            found.append(requirement)
+    return found
+
+
 def named_extras(requirement: Requirement) -> Set[str]:
     """The extras the requirement's marker names: only asking for one of them can change whether it holds."""
     return {normalize(extra) for extra in EXTRA_CONDITION.findall(str(requirement.marker))} if requirement.marker is not None else set()
@@ -89,15 +106,15 @@ def installed_extras(parsed: Graph, markers: Markers) -> Dict[str, Set[str]]:
     return found
 
 
-def requested_extras(parsed: Graph, markers: Markers, seeds: Mapping[str, Set[str]]) -> Dict[str, Set[str]]:
+def requested_extras(distributions: Mapping[str, Mapping[str, Any]], markers: Markers, seeds: Mapping[str, Set[str]]) -> Dict[str, Set[str]]:
     """Name -> extras in effect: `seeds`, plus every `pkg[x]` asked for by a requirement in effect,
     followed until nothing new is asked (an extra may ask for further extras)."""
     requested = {name: set(extras) for name, extras in seeds.items()}
     changed = True
     while changed:
         changed = False
-        for name, requirements in parsed.items():
-            for requirement in requirements:
+        for name, dist in distributions.items():
+            for requirement in possible_requirements(dist, requested.get(name, set())):
                 if not requirement.extras or not markers.applies(requirement, requested.get(name, ())):
                     continue
                 wanted = requested.setdefault(normalize(requirement.name), set())
@@ -111,7 +128,10 @@ def requirements_in_effect(target: TargetView, assume_installed_extras: bool = F
     """Installed name -> its requirements in effect for the target; with `assume_installed_extras`,
     also those of extras whose requirements are all installed (the safe side before removing anything)."""
     markers = Markers(target.marker_environment())
-    parsed = {name: parsed_requirements(dist) for name, dist in target.distributions.items()}
-    seeds = installed_extras(parsed, markers) if assume_installed_extras else {}
-    extras = requested_extras(parsed, markers, seeds)
-    return {name: [r for r in requirements if markers.applies(r, extras.get(name, ()))] for name, requirements in parsed.items()}
+    distributions = target.distributions
+    seeds = installed_extras({name: parsed_requirements(dist) for name, dist in distributions.items()}, markers) if assume_installed_extras else {}
+    extras = requested_extras(distributions, markers, seeds)
+    return {
+        name: [r for r in possible_requirements(dist, extras.get(name, set())) if markers.applies(r, extras.get(name, ()))]
+        for name, dist in distributions.items()
+    }
