@@ -59,3 +59,28 @@ def test_plugin_checks_appear_in_the_catalogue(plugin_venv):
     run = run_in(plugin_venv, "checks")
     assert "lab.python-version" in run.stdout
     assert "plugin 'broken' failed to load" in run.stderr
+
+
+def test_plugins_are_looked_for_in_entry_points_files_before_importlib_metadata(tmp_path, monkeypatch):
+    """Without a declaration, check never imports importlib.metadata; a declaration, a zip or an egg on
+    sys.path sends the search on to it."""
+    from envdoctor.checks import registry
+
+    folder = tmp_path / "site"
+    (folder / "other-1.0.dist-info").mkdir(parents=True)
+    (folder / "other-1.0.dist-info" / "entry_points.txt").write_text("[console_scripts]\nother = other:main\n")
+    monkeypatch.setattr(sys, "path", [str(folder), str(tmp_path / "missing")])
+    assert not registry.may_declare_plugins()
+    (folder / "lab-1.0.dist-info").mkdir()
+    (folder / "lab-1.0.dist-info" / "entry_points.txt").write_text("[envdoctor.checks]\nlab = lab.checks\n")
+    assert registry.may_declare_plugins()
+    for odd in ("bundle.zip", "old-1.0.egg"):
+        (tmp_path / odd).write_bytes(b"")
+        monkeypatch.setattr(sys, "path", [str(tmp_path / odd)])
+        assert registry.may_declare_plugins(), odd
+
+
+def test_check_without_plugins_does_not_import_importlib_metadata(tmp_path):
+    program = "import sys\nfrom envdoctor.cli import main\ntry:\n    main(['check', '--no-probe', '--no-save', '--only', 'cpu'])\nexcept SystemExit:\n    pass\nprint('importlib.metadata' in sys.modules)"
+    run = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, cwd=tmp_path, env={"NO_COLOR": "1", "PATH": "/usr/bin:/bin"})
+    assert run.stdout.splitlines()[-1] == "False", run

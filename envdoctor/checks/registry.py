@@ -4,6 +4,9 @@ puts them beside the policy's rules and the linking rules, and selects among the
 from __future__ import annotations
 
 import importlib
+import importlib.machinery
+import os
+import sys
 from functools import lru_cache
 
 from envdoctor.checks import CHECKS, ENTRY_POINT_GROUP, Check
@@ -30,7 +33,39 @@ BUILTIN_MODULES = (
 )
 
 
+def may_declare_plugins() -> bool:
+    """Whether a distribution on sys.path may declare an `envdoctor.checks` entry point, read from the
+    entry_points.txt files themselves: importing importlib.metadata (email and its parsers) costs more
+    than judging every check, and almost no environment has a plugin. What cannot be read that way (a
+    zip or an egg on sys.path, a finder that provides distributions of its own) counts as maybe."""
+    if any(hasattr(finder, "find_distributions") and finder is not importlib.machinery.PathFinder for finder in sys.meta_path):
+        return True
+    for entry in sys.path:
+        folder = entry or os.curdir
+        if not isinstance(folder, str) or folder.lower().endswith(".egg"):
+            return True
+        try:
+            names = os.listdir(folder)
+        except NotADirectoryError:
+            return True
+        except OSError:
+            continue
+        if any(declares_plugins(os.path.join(folder, name)) for name in names if name.lower().endswith((".dist-info", ".egg-info"))):
+            return True
+    return False
+
+
+def declares_plugins(metadata_folder: str) -> bool:
+    try:
+        with open(os.path.join(metadata_folder, "entry_points.txt"), "rb") as stream:
+            return ENTRY_POINT_GROUP.encode() in stream.read()
+    except OSError:
+        return False
+
+
 def plugin_entry_points() -> list:
+    if not may_declare_plugins():
+        return []
     from importlib import metadata  # costly to import; `check` loads checks while collectors wait on children
 
     entry_points = metadata.entry_points()

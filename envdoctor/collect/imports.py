@@ -26,7 +26,6 @@ from envdoctor.collect.target import CollectorError, run_target_script
 from envdoctor.cpus import workers as usable_workers
 from envdoctor.proc.children import ChildResult, stream_child
 from envdoctor.target import script_source
-from envdoctor.target.imports import MARK
 
 DEFAULT_MODULE_TIMEOUT_S = 60.0
 STARTUP_S = 30.0  # per child, on top of its imports' own limits: the interpreter's start, the watchdog's dump
@@ -60,13 +59,16 @@ class BatchReader:
     """Splits a batch child's merged output into import events and each module's own output."""
 
     def __init__(self):
+        from envdoctor.target.imports import MARK  # the script's module loads importlib.metadata: only --imports needs it
+
+        self.mark = MARK
         self.ended: Dict[str, dict] = {}
         self.running: Optional[str] = None
         self.output: List[str] = []
 
     def __call__(self, line: str) -> None:
-        at = line.find(MARK)
-        event = parsed_event(line[at + len(MARK):]) if at >= 0 else None
+        at = line.find(self.mark)
+        event = parsed_event(line[at + len(self.mark):]) if at >= 0 else None
         if event is None:
             self.keep(line)
             return
