@@ -20,6 +20,7 @@ from typing import Callable, Dict, Iterable, List, Optional, Sequence, Tuple, Un
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
+TEST_DATA = REPO / "tests" / "data"
 CONSTRAINTS = REPO / "constraints" / "test.txt"
 
 
@@ -360,7 +361,7 @@ def changed_report(source: Path, destination: Path, change: Callable[[dict], Non
     return destination
 
 
-SB3_DATA = Path(__file__).parent / "data" / "sb3"
+SB3_DATA = TEST_DATA / "sb3"
 FOREIGN = ("3.8", "3.12", "3.13")
 
 

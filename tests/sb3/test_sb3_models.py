@@ -18,9 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from conftest import run_envdoctor
+from conftest import TEST_DATA, run_envdoctor
 
-DATA = Path(__file__).parent / "data" / "sb3"
+DATA = TEST_DATA / "sb3"
 
 pytestmark = pytest.mark.slow
 

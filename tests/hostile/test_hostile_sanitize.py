@@ -29,9 +29,9 @@ import pytest
 from envdoctor.knowledge import sb3_advice
 from envdoctor.knowledge.sb3_schedules import SCHEDULE_KEYS
 from envdoctor.sb3 import system_info
-from conftest import run_envdoctor
+from conftest import TEST_DATA, run_envdoctor
 
-sys.path.insert(0, str(Path(__file__).parent / "data" / "sb3"))
+sys.path.insert(0, str(TEST_DATA / "sb3"))
 from splice import dangerous_payload  # noqa: E402
 
 LOCAL = struct.Struct("<4s5H3L2H")

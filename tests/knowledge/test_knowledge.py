@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import ast
 import re
-from pathlib import Path
 
 import pytest
 
 from envdoctor.knowledge import arches, drivers, minor_of, rows, torch_matrix, wheels
+from conftest import REPO
 
-NOTES = Path(__file__).parent.parent / "docs" / "knowledge"
+NOTES = REPO / "docs" / "knowledge"
 DATA_FILES = ("drivers.csv", "torch_matrix.csv", "arches.csv", "nvidia_wheels.csv")
 
 

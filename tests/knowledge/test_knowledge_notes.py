@@ -4,11 +4,12 @@ tables' comments `FILE.md section N`, and each named file exists with a heading 
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).parent.parent
+from conftest import REPO
+
+ROOT = REPO
 NOTES = ROOT / "docs" / "knowledge"
 SECTION = r"§\d+[a-z]?"
 # A path followed by its sections: "docs/knowledge/domain-facts.md §1, §3 (…), §4" or "§1/§6".

@@ -4,15 +4,15 @@ finding it names a real check, and the messages users paste into issue threads c
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
 
 from envdoctor.checks.registry import load_checks
 from envdoctor.failures import classify_message
 from envdoctor.knowledge.errors import known_errors, matching
+from conftest import REPO
 
-NOTE = Path(__file__).parent.parent / "docs" / "knowledge" / "error-messages.md"
+NOTE = REPO / "docs" / "knowledge" / "error-messages.md"
 
 # Messages as users pasted them (the threads are the rows' sources), and the kind each must get.
 PASTED = [

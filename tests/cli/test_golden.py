@@ -31,8 +31,8 @@ from envdoctor.engine import read_report
 from envdoctor.model import Report
 from envdoctor.render.view import ReportRenderer
 from envdoctor.sb3.render import ModelsRenderer
+from conftest import REPO
 
-REPO = Path(__file__).parent.parent
 GOLDEN = REPO / "tests" / "data" / "render"
 RECORDED = GOLDEN / "recorded"
 REPORTS = "tests/data/reports"

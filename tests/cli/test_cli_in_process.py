@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from conftest import run_envdoctor
+from conftest import TEST_DATA, run_envdoctor
 from envdoctor import engine
 
-REPORTS = Path(__file__).parent / "data" / "reports"
-SEED = Path(__file__).parent / "data" / "fix" / "seed-py38-torch231-cu121.json"
+REPORTS = TEST_DATA / "reports"
+SEED = TEST_DATA / "fix" / "seed-py38-torch231-cu121.json"
 
 INVOCATIONS = {
     "help": (["--help"], {}),

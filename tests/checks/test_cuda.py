@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from conftest import changed_report, findings_by_id, write_host_root
+from conftest import REPO, TEST_DATA, changed_report, findings_by_id, write_host_root
 
-DATA = Path(__file__).parent / "data" / "gpu"
+DATA = TEST_DATA / "gpu"
 H100 = DATA / "h100-driver580-cu130.json"
 PYTHON = "/opt/torch/.venv/bin/python"  # the recorded H100 environment's interpreter
 
@@ -215,7 +215,7 @@ def test_nvcc_of_another_cuda_than_torch_is_info(judged, tmp_path):
     assert "cuda.nvcc-mismatch" not in findings(judged, H100)
 
 
-SAMPLE = Path(__file__).parent.parent / "reports" / "samples" / "h100-cu130.json"  # measured, with its probe
+SAMPLE = REPO / "reports" / "samples" / "h100-cu130.json"  # measured, with its probe
 H100_ARCHES = ["sm_75", "sm_80", "sm_86", "sm_90", "sm_100", "sm_120"]  # what 2.11.0+cu130 from PyPI reported there
 CU128_210 = ["sm_70", "sm_75", "sm_80", "sm_86", "sm_90", "sm_100", "sm_120"]
 SAMPLE_PYTHON = "/opt/torch/.venv/bin/python3"

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from conftest import run_envdoctor
+from conftest import TEST_DATA, run_envdoctor
 
-CORPUS = Path(__file__).parent / "data" / "run" / "corpus"
+CORPUS = TEST_DATA / "run" / "corpus"
 PROGRAMS = sorted(p for p in CORPUS.iterdir() if p.suffix in (".py", ".sh"))
 
 

@@ -16,12 +16,12 @@ from pathlib import Path
 
 import pytest
 
-from conftest import assert_checks_ran, changed_report, findings_by_id, run_envdoctor
+from conftest import TEST_DATA, assert_checks_ran, changed_report, findings_by_id, run_envdoctor
 from envdoctor.probe import ladder
 from envdoctor.probe.probing import run_probe
 from envdoctor.probe.runner import DEFAULT_TIMEOUT_S, ProbeOptions, ladder_argv, run_ladder
 
-H100 = Path(__file__).parent / "data" / "reports" / "h100-cu130.json"
+H100 = TEST_DATA / "reports" / "h100-cu130.json"
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "NUMEXPR_NUM_THREADS")
 MIXED_WHEELS = (("nvidia-cublas-cu11", "11.11.3.6"), ("nvidia-cudnn-cu11", "8.9.4.25"), ("nvidia-cublas-cu12", "12.4.5.8"))
 STAND_INS = {"spins": "while True:\n    pass\n", "sleeps": "import time\ntime.sleep(3600)\n"}

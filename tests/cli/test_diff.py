@@ -8,11 +8,11 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import run_envdoctor
+from conftest import TEST_DATA, run_envdoctor
 
 from envdoctor.facts.environ import THREAD_VARIABLES
 
-DATA = Path(__file__).parent / "data" / "reports"
+DATA = TEST_DATA / "reports"
 PYENV_ROOT = Path(os.environ.get("PYENV_ROOT") or subprocess.run(["pyenv", "root"], capture_output=True, text=True).stdout.strip() or "~/.pyenv").expanduser()
 PY310 = PYENV_ROOT / "versions" / "3.10.13" / "bin" / "python3.10"
 PY312 = PYENV_ROOT / "versions" / "3.12.1" / "bin" / "python3.12"

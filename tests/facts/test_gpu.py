@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from conftest import assert_checks_ran, changed_report, findings_by_id, run_envdoctor, write_host_root
+from conftest import TEST_DATA, assert_checks_ran, changed_report, findings_by_id, run_envdoctor, write_host_root
 from envdoctor.collect import CollectContext, gpu
 from envdoctor.collect.nvml_query import decode_cuda_version
 
-DATA = Path(__file__).parent / "data" / "gpu"
+DATA = TEST_DATA / "gpu"
 H100 = DATA / "h100-driver580-cu130.json"
 
 

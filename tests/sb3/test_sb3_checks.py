@@ -13,6 +13,7 @@ import numpy
 from envdoctor.checks import sb3 as checks
 from envdoctor.collect.target import run_target_script
 from envdoctor.sb3.forensics import inspect_model
+from conftest import REPO
 
 SYSTEM_INFO = "- Python: 3.11.7\n- Stable-Baselines3: 2.9.2\n- PyTorch: 2.13.0+cpu\n- Numpy: 2.4.6\n- Gymnasium: 1.4.0\n"
 
@@ -59,7 +60,7 @@ def test_version_drift_names_what_differs(tmp_path):
 
 
 def test_target_script_finds_modules_without_importing_them():
-    repo = Path(__file__).parent.parent
+    repo = REPO
     argv = [sys.executable, "-X", "importtime", "-c", (repo / "envdoctor/target/sb3_target.py").read_text(), json.dumps(["numpy._core.numeric", "sb3_contrib.common.maskable.policies", "no_such_module.x"])]
     done = subprocess.run(argv, capture_output=True, text=True, cwd=repo, check=True)
     result = json.loads(done.stdout)

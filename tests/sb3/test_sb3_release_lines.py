@@ -10,18 +10,17 @@ import json
 import subprocess
 import sys
 import zipfile
-from pathlib import Path
 
 import pytest
 
-from conftest import run_envdoctor
+from conftest import TEST_DATA, run_envdoctor
 from test_sb3_safe_by_construction import assert_sanitised_copy
 
-SAVED = Path(__file__).parent / "data" / "sb3" / "saved"
+SAVED = TEST_DATA / "sb3" / "saved"
 # sb3-contrib 2.0.0's ARS("LinearPolicy", IdentityEnvBox(ep_length=4), n_delta=2, seed=0).learn(32), saved by
 # scripts/sb3-corpus on Python 3.11: its delta_std_schedule is get_schedule_fn's constant_fn closure, by value.
 ARS_2_0 = SAVED / "ARS-linear_floats-sb3-contrib-2.0.0.zip"
-LOAD_ARS = Path(__file__).parent / "data" / "sb3" / "load_ars.py"
+LOAD_ARS = TEST_DATA / "sb3" / "load_ars.py"
 
 
 def test_ars_noise_closure_of_sb3_2_0_contains_code_and_is_not_dangerous():

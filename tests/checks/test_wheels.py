@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from conftest import changed_report, findings_by_id
+from conftest import TEST_DATA, changed_report, findings_by_id
 
-DATA = Path(__file__).parent / "data" / "gpu"
+DATA = TEST_DATA / "gpu"
 TORCH_212 = DATA / "driver470-cu121.json"
 H100 = DATA / "h100-driver580-cu130.json"
 

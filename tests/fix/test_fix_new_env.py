@@ -9,12 +9,11 @@ from that folder, and pip's dry run resolves the plan's line against it with no 
 from __future__ import annotations
 
 import subprocess
-from pathlib import Path
 
 import pytest
 from packaging.version import Version
 
-from conftest import pyenv_python
+from conftest import REPO, pyenv_python
 from envdoctor.fix import dry_run
 from envdoctor.fix.installer import Installer
 from envdoctor.fix.pin_cuda import Request, plan_pin_cuda
@@ -23,7 +22,7 @@ from local_wheels import write_wheel
 
 pytestmark = pytest.mark.slow
 
-CACHE = Path(__file__).parent.parent / ".cache" / "fix-wheels"
+CACHE = REPO / ".cache" / "fix-wheels"
 STACK = ("torch==1.13.1+cu116", "numpy<2", "stable-baselines3==2.3.2", "sb3-contrib==2.3.0", "pandas>=2,<3", "matplotlib>=3,<4")
 INSTALLED = ("stable-baselines3==2.7.0", "sb3-contrib==2.7.0", "gymnasium==1.0.0")  # metadata only: what the user has now
 PY = "/envs/rl/bin/python"

@@ -16,8 +16,9 @@ from envdoctor.fleet.aggregate import aggregate
 from envdoctor.fleet.nodes import summarize
 from envdoctor.fleet.sources import read_reports
 from envdoctor.fleet.stream import PARALLEL_FROM, mapped
+from conftest import TEST_DATA
 
-DATA = Path(__file__).parent / "data" / "reports"
+DATA = TEST_DATA / "reports"
 BASE = json.loads((DATA / "h100-cu130.json").read_text(encoding="utf-8"))
 GENERATED_NODES = 200
 

@@ -5,15 +5,15 @@ with a hundred thousand frames, and for hundreds of threads."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 from envdoctor import engine
 from envdoctor.capture import gdb
 from envdoctor.capture.render import markdown_report
 from envdoctor.crash import bounds, stacks
 from envdoctor.model import Report
+from conftest import TEST_DATA
 
-RECORDED = Path(__file__).parent / "data" / "render" / "recorded" / "run-segv-worker.json"
+RECORDED = TEST_DATA / "render" / "recorded" / "run-segv-worker.json"
 MB = 1 << 20
 
 

@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 
 from envdoctor.sb3.classify import classify
+from conftest import TEST_DATA
 
 GADGETS = [
     ("os", "system"), ("posix", "system"), ("nt", "system"), ("subprocess", "Popen"), ("subprocess", "check_output"),
@@ -307,9 +308,8 @@ def test_a_member_climbing_out_of_its_folder_is_an_unsafe_member_finding(tmp_pat
 
 def observed():
     import json
-    from pathlib import Path
 
-    return json.loads((Path(__file__).parent / "data" / "sb3" / "observed_globals.json").read_text(encoding="utf-8"))
+    return json.loads((TEST_DATA / "sb3" / "observed_globals.json").read_text(encoding="utf-8"))
 
 
 def test_every_global_seen_in_real_models_is_allowed_in_the_role_it_was_seen_in():

@@ -16,9 +16,8 @@ from typing import Callable, Dict, List, Optional
 
 import pytest
 
-from conftest import findings_by_id
+from conftest import REPO, findings_by_id
 
-REPO = Path(__file__).parent.parent
 MEASURED_H100 = REPO / "tests" / "data" / "gpu" / "h100-driver580-cu130.json"  # check --no-probe on an H100, torch 2.11.0+cu130 from PyPI
 PROBED_H100 = REPO / "reports" / "samples" / "h100-cu130.json"  # the same machine with the probe
 H100_ARCH_LIST = ["sm_75", "sm_80", "sm_86", "sm_90", "sm_100", "sm_120"]

@@ -12,8 +12,9 @@ from envdoctor.checks.run import crashed_finding
 from envdoctor.crash import stacks
 from envdoctor.model import PYTHON, CheckRun, CheckStatus, Finding, Remedy, Report, Severity
 from envdoctor.render import markdown, terminal
+from conftest import REPO, TEST_DATA
 
-GOLDEN = Path(__file__).parent / "data" / "render"
+GOLDEN = TEST_DATA / "render"
 
 REPORT = Report(
     tool_version="0.1.0",
@@ -87,7 +88,6 @@ def test_severity_ordering():
     assert Severity.OK < Severity.INFO < Severity.WARNING < Severity.ERROR
 
 
-REPO = Path(__file__).parent.parent
 RECORDED = sorted((REPO / "tests" / "data" / "reports").glob("*.json")) + sorted((REPO / "reports" / "samples").glob("*.json"))
 
 

@@ -19,9 +19,9 @@ import pytest
 
 from envdoctor.sb3 import pickle_vm
 from envdoctor.sb3.classify import classify
-from conftest import run_envdoctor
+from conftest import TEST_DATA, run_envdoctor
 
-sys.path.insert(0, str(Path(__file__).parent / "data" / "sb3"))
+sys.path.insert(0, str(TEST_DATA / "sb3"))
 from splice import dangerous_payload  # noqa: E402
 
 
