@@ -308,10 +308,10 @@ cloudpickle.dump(schedule(3e-4), open(sys.argv[1], "wb"))
 
 @pytest.mark.slow
 def test_a_plain_cloudpickle_from_another_python_that_segfaults_is_inspected_and_named_as_the_cause(venvs, tmp_path):
-    from conftest import pyenv_python
+    from helpers.pythons import needed_python
 
     maker = write(tmp_path / "maker.py", MAKE_FOREIGN_PICKLE)
-    python313 = venvs.get("cloudpickle-3.13", ["cloudpickle"], interpreter=pyenv_python("3.13"))
+    python313 = venvs.get("cloudpickle-3.13", ["cloudpickle"], interpreter=needed_python("3.13"))
     import subprocess
 
     subprocess.run([str(python313), str(maker), str(tmp_path / "schedule.pkl")], check=True, timeout=120)

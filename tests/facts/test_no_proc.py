@@ -14,7 +14,7 @@ import pytest
 import psutil
 from conftest import assert_checks_ran, eventually, run_envdoctor, write_host_root
 from envdoctor.proc import procfs
-from reach import one_line_error
+from helpers.refusals import one_line_error
 
 LINUX_ONLY = ("wsl.kernel", "wsl.linux-driver-inside", "memory.shm-small")
 

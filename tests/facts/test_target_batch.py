@@ -10,7 +10,7 @@ import pytest
 from conftest import run_envdoctor
 from envdoctor.collect.target import CollectorError, outcome, run_target_scripts
 from envdoctor.target import script_source
-from test_target_scripts import pyenv_python
+from helpers.pythons import python_or_skip
 
 
 def counting_python(folder):
@@ -34,9 +34,7 @@ def test_check_without_the_probe_starts_the_diagnosed_interpreter_once_for_its_f
 
 @pytest.mark.parametrize("minor", ["3.8", "3.13"])
 def test_facts_and_conda_facts_come_from_one_start_of_another_python(minor):
-    python = pyenv_python(minor)
-    if python is None:
-        pytest.skip(f"no pyenv Python {minor} on this machine")
+    python = python_or_skip(minor)
     facts, conda = run_target_scripts(python, ("facts", "conda"))
     assert facts["python"]["version"].startswith(minor + ".")
     assert conda["prefix"] is None

@@ -1,23 +1,16 @@
 """Scripts that run under the diagnosed interpreter: stdlib only, Python 3.8 syntax, and really run there."""
 
 import ast
-import glob
 import json
-import os
 import subprocess
 import sys
 
 import pytest
 
 from envdoctor.target import SCRIPTS
+from helpers.pythons import python_or_skip
 
 TARGET_SCRIPTS = sorted(p for p in SCRIPTS.glob("*.py") if p.name != "__init__.py")
-
-
-def pyenv_python(minor):
-    root = os.environ.get("PYENV_ROOT") or os.path.expanduser("~/.pyenv")
-    found = sorted(glob.glob(f"{root}/versions/{minor}.*/bin/python{minor}"))
-    return found[-1] if found else None
 
 
 @pytest.mark.parametrize("script", TARGET_SCRIPTS, ids=lambda p: p.name)
@@ -35,9 +28,7 @@ def test_imports_no_envdoctor(script):
 
 @pytest.mark.parametrize("minor", ["3.8", "3.13"])
 def test_facts_script_runs_under_another_python(minor):
-    python = pyenv_python(minor)
-    if python is None:
-        pytest.skip(f"no pyenv Python {minor} on this machine")
+    python = python_or_skip(minor)
     source = (SCRIPTS / "facts.py").read_text()
     completed = subprocess.run([python, "-c", source], capture_output=True, text=True, check=True)
     facts = json.loads(completed.stdout)

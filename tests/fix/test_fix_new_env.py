@@ -13,12 +13,13 @@ import subprocess
 import pytest
 from packaging.version import Version
 
-from conftest import REPO, pyenv_python
+from conftest import REPO
 from envdoctor.fix import dry_run
 from envdoctor.fix.installer import Installer
 from envdoctor.fix.pin_cuda import Request, plan_pin_cuda
 from envdoctor.fix.releases import WheelFolder
-from local_wheels import write_wheel
+from helpers.local_wheels import write_wheel
+from helpers.pythons import needed_python
 
 pytestmark = pytest.mark.slow
 
@@ -33,7 +34,7 @@ def wheels() -> WheelFolder:
     """The wheel folder, downloaded on first use by Python 3.10's own pip (so its tags fit)."""
     done = CACHE / ".done"
     if not done.exists():
-        python = pyenv_python("3.10")
+        python = needed_python("3.10")
         standin = CACHE.parent / "fix-standin"
         write_wheel(standin, "torch", "1.13.1+cu116", ["typing-extensions"], ">=3.7.0")
         commands = [["--find-links", str(standin), *STACK], *(["--no-deps", r] for r in INSTALLED)]
@@ -74,7 +75,7 @@ def rl_facts(index: WheelFolder) -> dict:
             "torch_build": {"version": "2.5.1+cu124", "cuda": "12.4"},
         },
         "gpu": {"source": "none", "driver": None, "gpus": [], "reason": "no NVIDIA driver (no /proc/driver/nvidia)"},
-        "pythons": {"interpreters": [{"minor": "3.10", "path": pyenv_python("3.10")}], "conda": None},
+        "pythons": {"interpreters": [{"minor": "3.10", "path": needed_python("3.10")}], "conda": None},
     }
 
 

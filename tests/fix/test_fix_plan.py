@@ -17,7 +17,7 @@ from envdoctor.fix.pin_cuda import Request, plan_pin_cuda
 from envdoctor.fix.plan import Plan, StepKind, StepStatus
 from envdoctor.fix.releases import WheelFolder
 from envdoctor.fix.render import sh, text
-from local_wheels import write_wheel
+from helpers.local_wheels import write_wheel
 from envdoctor.fix.threads import plan_threads
 
 PY = "/envs/seed/bin/python"

@@ -13,7 +13,7 @@ import pytest
 from packaging.version import Version
 
 from envdoctor.fix.releases import OFFLINE, PyPIJson, WheelFolder
-from local_wheels import write_wheel
+from helpers.local_wheels import write_wheel
 
 METADATA = "Metadata-Version: 2.1\nName: stable-baselines3\nVersion: {v}\nRequires-Python: >=3.8\nRequires-Dist: torch>={t}\n\n"
 RELEASES = {"2.7.0": "2.3", "2.3.2": "1.13", "2.4.0a1": "1.13"}

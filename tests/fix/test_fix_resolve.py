@@ -9,7 +9,7 @@ import pytest
 
 from envdoctor.fix import dry_run
 from envdoctor.fix.plan import Plan, Step, StepKind
-from local_wheels import write_wheel
+from helpers.local_wheels import write_wheel
 
 pytestmark = pytest.mark.slow
 

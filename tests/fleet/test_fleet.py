@@ -36,7 +36,7 @@ def views(document: dict) -> dict:
     return {n["name"]: n for n in document["nodes"]}
 
 
-def one_line_error(run, message: str) -> None:
+def assert_refused_in_one_line(run, message: str) -> None:
     assert run.returncode == 2, run
     lines = run.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("envdoctor: error:") and message in lines[0], run
@@ -112,7 +112,7 @@ def test_a_uniform_fleet_exits_0(envdoctor, tmp_path):
     ],
 )
 def test_bad_usage_is_one_line_and_exit_2(envdoctor, tmp_path, args, message):
-    one_line_error(envdoctor("fleet", *(a.format(tmp=tmp_path) for a in args)), message)
+    assert_refused_in_one_line(envdoctor("fleet", *(a.format(tmp=tmp_path) for a in args)), message)
     assert not (tmp_path / "reports").exists()  # nothing was saved
 
 
@@ -288,7 +288,7 @@ def test_policy_lists_the_nodes_that_break_it_by_finding_id(envdoctor, generated
 
 def test_a_bad_policy_is_refused_before_any_report_is_read(envdoctor, generated_fleet, tmp_path):
     (tmp_path / "cluster.toml").write_text('[packages.require]\nnumpy = ">=1.26,<<2"\n')
-    one_line_error(envdoctor("fleet", "--reports", str(generated_fleet), "--policy", "cluster.toml"), "packages.require.numpy")
+    assert_refused_in_one_line(envdoctor("fleet", "--reports", str(generated_fleet), "--policy", "cluster.toml"), "packages.require.numpy")
 
 
 def test_reading_in_workers_gives_what_reading_here_gives(generated_fleet):

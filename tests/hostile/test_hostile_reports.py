@@ -24,7 +24,7 @@ from typing import Iterator, List, Tuple
 import pytest
 
 from conftest import run_envdoctor
-from test_inspect_hostile import model_zip
+from helpers.model_files import model_zip
 
 PAYLOADS = {
     "osc52-clipboard": "\x1b]52;c;cm0gLXJmIH4K\x07",
@@ -405,10 +405,10 @@ def test_a_planted_link_is_not_written_through(tmp_path, monkeypatch):
     victim.write_text("keep")
     (tmp_path / "reports" / "fixed.json").symlink_to(victim)
     from envdoctor.errors import UsageError
-    from test_render import REPORT
+    from helpers.reports import WSL2_REPORT
 
     with pytest.raises(UsageError, match="cannot save the report"):
-        store.save_report(REPORT, tmp_path / "reports")
+        store.save_report(WSL2_REPORT, tmp_path / "reports")
     assert victim.read_text() == "keep"
 
 

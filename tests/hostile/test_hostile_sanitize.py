@@ -1,14 +1,13 @@
 """Hostile model zips against `inspect`, `sanitize` and `check --model`: one line and exit 2 (or a clean
 report), the input never changed, nothing left behind, no number SB3 cannot train with.
 
-Zips are built byte by byte here (raw_zip), so names with NUL, duplicate members, symlink entries,
+Zips are built byte by byte (helpers/model_files.py's raw_zip), so names with NUL, duplicate members, symlink entries,
 lying sizes and flags are as easy to make as a genuine model.
 """
 
 from __future__ import annotations
 
 import base64
-import collections
 import hashlib
 import json
 import math
@@ -16,13 +15,12 @@ import os
 import pickle
 import socket
 import stat
-import struct
 import sys
 import zipfile
 import zlib
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Optional, Sequence, Union
+from typing import Any, Callable, Dict, List, Sequence, Union
 
 import pytest
 
@@ -30,36 +28,18 @@ from envdoctor.knowledge import sb3_advice
 from envdoctor.knowledge.sb3_schedules import SCHEDULE_KEYS
 from envdoctor.sb3 import system_info
 from conftest import TEST_DATA, run_envdoctor
+from helpers.model_files import Member, model_members, raw_zip, stored, torch_zip
+from helpers.refusals import one_line_error
 
 sys.path.insert(0, str(TEST_DATA / "sb3"))
 from splice import dangerous_payload  # noqa: E402
 
-LOCAL = struct.Struct("<4s5H3L2H")
-CENTRAL = struct.Struct("<4s6H3L5H2L")
-END = struct.Struct("<4s4H2LH")
 DEFAULT_LR = 3e-4
 CORRUPT = {":type:": "<class 'function'>", ":serialized:": "not base64!"}
 FAST = 60  # seconds: every bounded command here answers in about one
 
 
-# ---------------------------------------------------------------- zips built byte by byte
-
-
-@dataclass
-class Member:
-    """One zip member as it is written: `data` is the stored (maybe compressed) bytes, the rest is declared."""
-
-    name: Union[str, bytes]
-    data: bytes
-    size: int
-    crc: int
-    method: int = zipfile.ZIP_STORED
-    flags: int = 0
-    mode: int = stat.S_IFREG | 0o644
-
-
-def stored(name: Union[str, bytes], content: bytes, **declared: Any) -> Member:
-    return Member(name, content, len(content), zlib.crc32(content), **declared)
+# ---------------------------------------------------------------- members of other shapes (raw_zip and the rest: helpers/model_files.py)
 
 
 def deflated(name: Union[str, bytes], content: bytes, **declared: Any) -> Member:
@@ -74,37 +54,8 @@ def zeros_bomb(name: str, mib: int) -> Member:
     return Member(name, block * mib + packer.flush(), min(mib * 2 ** 20, 0xFFFFFFFE), 0, method=zipfile.ZIP_DEFLATED)
 
 
-def raw_zip(members: Sequence[Member], declared_entries: Optional[int] = None) -> bytes:
-    body, directory = bytearray(), bytearray()
-    for m in members:
-        name = m.name if isinstance(m.name, bytes) else m.name.encode()
-        offset = len(body)
-        body += LOCAL.pack(b"PK\x03\x04", 20, m.flags, m.method, 0, 0x21, m.crc, len(m.data), m.size, len(name), 0) + name + m.data
-        directory += CENTRAL.pack(b"PK\x01\x02", 3 << 8 | 20, 20, m.flags, m.method, 0, 0x21, m.crc, len(m.data), m.size,
-                                  len(name), 0, 0, 0, 0, m.mode << 16, offset) + name
-    count = min(len(members), 0xFFFF) if declared_entries is None else declared_entries  # 0xFFFF: "see zip64", which has none
-    return bytes(body + directory + END.pack(b"PK\x05\x06", 0, 0, count, count, len(directory), len(body), 0))
-
-
-def data_bytes(data: Union[bytes, Dict[str, Any]]) -> bytes:
-    return data if isinstance(data, bytes) else json.dumps(data, indent=4).encode()
-
-
-def model_members(data: Union[bytes, Dict[str, Any]], python: str = "3.11.7") -> List[Member]:
-    return [
-        stored("data", data_bytes(data)),
-        stored("_stable_baselines3_version", b"2.3.2"),
-        stored("system_info.txt", f"- OS: Linux\n- Python: {python}\n- Stable-Baselines3: 2.3.2\n".encode()),
-        stored("policy.pth", torch_zip(stored("archive/data.pkl", pickle.dumps(collections.OrderedDict(bias=0.5), protocol=2)))),
-    ]
-
-
 def optimizer_pickle(lr: Any) -> bytes:
     return pickle.dumps({"state": {}, "param_groups": [{"lr": lr, "betas": (0.9, 0.999), "params": [0, 1]}]}, protocol=2)
-
-
-def torch_zip(*members: Member) -> bytes:
-    return raw_zip([*members, stored("archive/version", b"3\n")])
 
 
 def optimizer_member(lr: Any = 0.001) -> Member:
@@ -187,13 +138,6 @@ def digest(path: Path) -> str:
 
 def listing(folder: Path) -> set:
     return set(os.listdir(folder))
-
-
-def one_line_error(run) -> str:
-    assert run.returncode == 2, run
-    lines = run.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("envdoctor: error:"), run
-    return lines[0]
 
 
 def write_model(tmp_path: Path, members: Sequence[Member], **zip_options: Any) -> Model:

@@ -8,40 +8,25 @@ from __future__ import annotations
 import base64
 import collections
 import io
-import json
 import pickle
 import struct
 import sys
 import zipfile
-from pathlib import Path
 
 import pytest
 
 from envdoctor.sb3 import pickle_vm
 from envdoctor.sb3.classify import classify
 from conftest import TEST_DATA, run_envdoctor
+from helpers.model_files import model_zip
+from helpers.refusals import one_line_error
 
 sys.path.insert(0, str(TEST_DATA / "sb3"))
 from splice import dangerous_payload  # noqa: E402
 
 
-def model_zip(path: Path, data, system_info: str = "- Python: 3.11.7\n") -> Path:
-    with zipfile.ZipFile(path, "w") as archive:
-        archive.writestr("data", data if isinstance(data, (bytes, str)) else json.dumps(data, indent=4))
-        archive.writestr("_stable_baselines3_version", "2.9.2")
-        archive.writestr("system_info.txt", system_info)
-    return path
-
-
 def entry(value) -> dict:
     return {":type:": "<class 'function'>", ":serialized:": base64.b64encode(pickle.dumps(value, protocol=5)).decode()}
-
-
-def one_line_error(run) -> str:
-    assert run.returncode == 2, run
-    lines = run.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("envdoctor: error:") and "Traceback" not in run.stderr
-    return lines[0]
 
 
 def test_missing_file(tmp_path):

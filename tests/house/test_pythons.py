@@ -9,7 +9,10 @@ from pathlib import Path
 import pytest
 
 from conftest import REPO
-from reach import NEWEST, OLDEST, breakages, interpreter, model_zip, one_line_error, run_python
+from helpers.model_files import model_saved_with
+from helpers.pythons import python_or_skip
+from helpers.reach import NEWEST, OLDEST, breakages, run_python
+from helpers.refusals import one_line_error
 
 pytestmark = pytest.mark.slow
 
@@ -17,7 +20,7 @@ pytestmark = pytest.mark.slow
 def installed(venvs, version: str) -> Path:
     """The console script of a venv of Python `version` with envdoctor built from the repository and installed
     with the dependency versions resolved for that Python; one venv per version, shared by the tests."""
-    python = venvs.get(f"envdoctor-{version}", ["--reinstall-package", "envdoctor", str(REPO)], interpreter=interpreter(version))
+    python = venvs.get(f"envdoctor-{version}", ["--reinstall-package", "envdoctor", str(REPO)], interpreter=python_or_skip(version))
     return python.with_name("envdoctor")
 
 
@@ -51,7 +54,7 @@ def test_check_runs_and_reports_its_python(envdoctor_of, tmp_path):
 
 def test_inspect_and_run_through_the_console_script(envdoctor_of, tmp_path):
     version, envdoctor = envdoctor_of
-    model = model_zip(tmp_path / "model.zip", saved_with=f"{version}.0")
+    model = model_saved_with(tmp_path / "model.zip", saved_with=f"{version}.0")
     inspected = run_python(envdoctor, "inspect", str(model), "--json", "-", cwd=tmp_path)
     assert inspected.returncode == 0, inspected
     assert [entry["key"] for entry in inspected.json()["facts"]["models"]["files"][0]["entries"]] == ["learning_rate"]

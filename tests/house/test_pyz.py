@@ -12,7 +12,10 @@ from pathlib import Path
 import pytest
 
 from conftest import REPO, built_once
-from reach import NEWEST, OLDEST, breakages, interpreter, model_zip, one_line_error, run_python, site_packages, venv
+from helpers.model_files import model_saved_with
+from helpers.pythons import python_or_skip
+from helpers.reach import NEWEST, OLDEST, breakages, run_python, site_packages, venv
+from helpers.refusals import one_line_error
 
 pytestmark = pytest.mark.slow
 SHADOWED = ("rich", "click", "packaging")
@@ -32,13 +35,13 @@ def pyz(tmp_path_factory) -> Path:
 @pytest.fixture(scope="session", params=[OLDEST, NEWEST])
 def bare(request, tmp_path_factory) -> Path:
     """A venv of the oldest or newest Python with nothing installed, not even pip."""
-    return venv(interpreter(request.param), tmp_path_factory.mktemp(f"bare{request.param}") / "env")
+    return venv(python_or_skip(request.param), tmp_path_factory.mktemp(f"bare{request.param}") / "env")
 
 
 @pytest.fixture(scope="session")
 def shadowed(tmp_path_factory) -> Path:
     """A venv whose site-packages holds a `rich`, `click` and `packaging` that end any process importing them."""
-    python = venv(interpreter(OLDEST), tmp_path_factory.mktemp("shadowed") / "env")
+    python = venv(python_or_skip(OLDEST), tmp_path_factory.mktemp("shadowed") / "env")
     site = site_packages(python)
     for name in SHADOWED:
         (site / name).mkdir()
@@ -65,7 +68,7 @@ def test_check_diagnoses_the_interpreter_that_runs_the_file(pyz, bare, tmp_path)
 
 
 def test_inspect_reads_a_model_statically(pyz, bare, tmp_path):
-    model = model_zip(tmp_path / "model.zip", saved_with="3.8.18")
+    model = model_saved_with(tmp_path / "model.zip", saved_with="3.8.18")
     run = run_python(bare, str(pyz), "inspect", str(model), "--json", "-", cwd=tmp_path)
     assert run.returncode == 0, run
     model_facts = run.json()["facts"]["models"]["files"][0]
@@ -81,7 +84,7 @@ def test_run_passes_output_and_exit_status_through(pyz, bare, tmp_path):
 def test_a_broken_rich_click_or_packaging_in_the_environment_never_reaches_the_doctor(pyz, shadowed, tmp_path):
     report = checked(pyz, shadowed, tmp_path)
     assert target_version(report).startswith(OLDEST + ".")
-    model = model_zip(tmp_path / "model.zip", saved_with="3.8.18")
+    model = model_saved_with(tmp_path / "model.zip", saved_with="3.8.18")
     run = run_python(shadowed, str(pyz), "inspect", str(model), cwd=tmp_path)
     assert run.returncode == 0 and "was imported" not in run.stderr + run.stdout, run
 
@@ -89,13 +92,13 @@ def test_a_broken_rich_click_or_packaging_in_the_environment_never_reaches_the_d
 @pytest.fixture(scope="session")
 def recorded(pyz, tmp_path_factory) -> dict:
     """A report the zipapp wrote, to be read back by the zipapp (which has no jsonschema)."""
-    return checked(pyz, Path(interpreter(OLDEST)), tmp_path_factory.mktemp("recorded"))
+    return checked(pyz, Path(python_or_skip(OLDEST)), tmp_path_factory.mktemp("recorded"))
 
 
 def test_a_report_reads_back_without_jsonschema(pyz, recorded, tmp_path):
     path = tmp_path / "report.json"
     path.write_text(json.dumps(recorded))
-    run = run_python(interpreter(OLDEST), str(pyz), "check", "--from", str(path), "--json", "-", "--no-save", cwd=tmp_path)
+    run = run_python(python_or_skip(OLDEST), str(pyz), "check", "--from", str(path), "--json", "-", "--no-save", cwd=tmp_path)
     assert run.returncode == 0 and run.json()["facts"] == recorded["facts"], run
 
 
@@ -103,12 +106,12 @@ def test_a_report_reads_back_without_jsonschema(pyz, recorded, tmp_path):
 def test_a_broken_report_is_refused_by_the_structural_check(pyz, recorded, tmp_path, name, breaking):
     path = tmp_path / "report.json"
     path.write_text(json.dumps(breaking(recorded)))
-    line = one_line_error(run_python(interpreter(OLDEST), str(pyz), "check", "--from", str(path), "--no-save", cwd=tmp_path))
+    line = one_line_error(run_python(python_or_skip(OLDEST), str(pyz), "check", "--from", str(path), "--no-save", cwd=tmp_path))
     assert str(path) in line
     assert list(tmp_path.iterdir()) == [path]
 
 
 def test_building_on_a_python_older_than_3_11_says_what_it_needs_in_one_line():
-    built = subprocess.run([interpreter(OLDEST), str(REPO / "scripts" / "build-pyz")], capture_output=True, text=True)
+    built = subprocess.run([python_or_skip(OLDEST), str(REPO / "scripts" / "build-pyz")], capture_output=True, text=True)
     assert built.returncode == 2 and built.stdout == ""
     assert built.stderr.count("\n") == 1 and built.stderr.startswith("build-pyz: building needs Python 3.11 or newer"), built.stderr

@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from conftest import findings_by_id, pyenv_python, run_envdoctor
+from conftest import findings_by_id, run_envdoctor
 from envdoctor.probe import ladder
+from helpers.pythons import needed_python
 
 pytestmark = pytest.mark.slow
 REQUIRED_PASS = ("interpreter", "import_numpy", "import_torch", "cpu_ops", "thread_pools", "import_gymnasium", "import_sb3", "import_sb3_contrib", "maskable_ppo", "learn", "save_load")
@@ -116,7 +117,7 @@ def test_ladder_runs_under_a_bare_python(minor):
     from envdoctor.probe.probing import run_probe
     from envdoctor.probe.runner import ProbeOptions
 
-    probe = run_probe(pyenv_python(minor), {"PATH": "/usr/bin:/bin", "PYTHONNOUSERSITE": "1"}, ProbeOptions(timeout_s=60))
+    probe = run_probe(needed_python(minor), {"PATH": "/usr/bin:/bin", "PYTHONNOUSERSITE": "1"}, ProbeOptions(timeout_s=60))
     assert probe["ending"] == "completed"
     assert probe["stages"][0]["status"] == "passed" and probe["stages"][0]["details"]["version"].startswith(minor + ".")
     assert {s["status"] for s in probe["stages"][1:]} == {"skipped"}

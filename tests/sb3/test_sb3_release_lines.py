@@ -14,7 +14,7 @@ import zipfile
 import pytest
 
 from conftest import TEST_DATA, run_envdoctor
-from test_sb3_safe_by_construction import assert_sanitised_copy
+from helpers.sanitised import assert_sanitised_copy
 
 SAVED = TEST_DATA / "sb3" / "saved"
 # sb3-contrib 2.0.0's ARS("LinearPolicy", IdentityEnvBox(ep_length=4), n_delta=2, seed=0).learn(32), saved by

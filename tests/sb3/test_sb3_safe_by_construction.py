@@ -2,8 +2,9 @@
 
 The property, not the list of attacks, is the guarantee: every pickle in every copy sanitize writes is
 parsed by the symbolic machine and holds only the sanitiser's own opcodes and data_only.py's constructors,
-and every `.pth` it carries is one torch.load(weights_only=True) admits. It is checked over genuine values,
-over every hostile case below and in test_pickle_allowlist.py, and (slow) over the real SB3 test models.
+and every `.pth` it carries is one torch.load(weights_only=True) admits (helpers/sanitised.py). It is checked
+over genuine values, over every hostile case below and the gadget cases of helpers/pickles.py (those
+test_pickle_allowlist.py attacks with), and (slow) over the real SB3 test models.
 Each attack also pins what inspect says: never *data*, and dangerous where it reaches out.
 """
 
@@ -16,57 +17,21 @@ import pickle
 import types
 import zipfile
 from pathlib import Path
-from typing import Any, Dict, List
+from typing import Any, Dict
 
 import cloudpickle
 import numpy as np
 import pytest
 
 from envdoctor.errors import UsageError
-from envdoctor.sb3 import data_only, pickle_vm, weights_only
-from envdoctor.sb3.archive import ModelArchive
 from envdoctor.sb3.classify import classify
-from envdoctor.sb3.pickle_vm import callee
 from envdoctor.sb3.sanitize import sanitize
 from conftest import run_envdoctor
-from test_hostile_sanitize import model_members, raw_zip, stored, torch_zip
-from test_pickle_allowlist import CASES, global0, global4, unicode4
+from helpers.model_files import model_members, raw_zip, stored, torch_zip
+from helpers.pickles import GADGET_CASES, global0, global4, unicode4
+from helpers.sanitised import assert_sanitised_copy
 
-# The opcodes pickle_writer.py writes, and nothing else.
-WRITER_OPCODES = {
-    "PROTO", "STOP", "NONE", "NEWTRUE", "NEWFALSE", "BININT1", "BININT2", "BININT", "LONG1", "LONG4", "BINFLOAT",
-    "BINUNICODE", "BINUNICODE8", "BYTEARRAY8", "BINBYTES", "BINBYTES8", "EMPTY_TUPLE", "MARK", "TUPLE", "EMPTY_LIST",
-    "APPENDS", "EMPTY_DICT", "SETITEMS", "EMPTY_SET", "ADDITEMS", "FROZENSET", "STACK_GLOBAL", "MEMOIZE", "BINGET",
-    "LONG_BINGET", "REDUCE", "NEWOBJ", "BUILD",
-}
-
-
-# ---------------------------------------------------------------- the property
-
-
-def assert_own_pickle(payload: bytes) -> None:
-    """A pickle the sanitiser wrote: its opcodes, its constructors, its names, and the data-only proof."""
-    trace = pickle_vm.run(payload)
-    assert trace.opnames <= WRITER_OPCODES, trace.opnames - WRITER_OPCODES
-    assert all(data_only.admitted_global(g) for g in trace.globals), [g.dotted for g in trace.globals]
-    assert all(callee(c) is not None and data_only.dotted(callee(c)) in data_only.CONSTRUCTORS for c in trace.calls)
-    assert data_only.reasons(trace) == []
-
-
-def assert_sanitised_copy(path: Path, source_payloads: List[str] = ()) -> None:
-    """Every pickle in the copy: `data`'s entries are the sanitiser's own, its weights are what weights_only
-    admits, and no payload of the source appears anywhere in it."""
-    with zipfile.ZipFile(path) as archive:
-        data = json.loads(archive.read("data"))
-        for value in data.values():
-            if isinstance(value, dict) and ":serialized:" in value:
-                assert_own_pickle(base64.b64decode(value[":serialized:"]))
-        blob = b"".join(archive.read(name) for name in archive.namelist())
-    assert not [p for p in source_payloads if p.encode() in blob], "a pickle of the source was copied"
-    with ModelArchive(path) as model:
-        for name in model.infos:
-            if weights_only.is_pth(name):
-                assert weights_only.member_reasons(model, name) == [], name
+# ---------------------------------------------------------------- models, copies and genuine values
 
 
 def entry(payload: bytes, type_text: str = "<class 'object'>") -> Dict[str, str]:
@@ -138,7 +103,7 @@ def test_genuine_values_are_data_and_written_again_as_the_sanitisers_own_pickles
             assert back.flags.writeable == pickle.loads(payloads[key]).flags.writeable
 
 
-@pytest.mark.parametrize("case, payload", CASES[::7], ids=[c for c, _ in CASES[::7]])
+@pytest.mark.parametrize("case, payload", GADGET_CASES[::7], ids=[c for c, _ in GADGET_CASES[::7]])
 @pytest.mark.parametrize("key", ["learning_rate", "ep_info_buffer"])
 def test_every_copy_of_a_model_with_a_gadget_holds_only_the_sanitisers_pickles(tmp_path, case, payload, key):
     path = write_model(tmp_path, {"gamma": 0.99, key: entry(payload)})

@@ -1,36 +1,15 @@
-"""Helpers for the tests of where envdoctor runs: other Pythons, the zipapp, hosts without /proc."""
+"""Helpers for the tests of where envdoctor runs: other Pythons (helpers/pythons.py finds them), the zipapp."""
 
 from __future__ import annotations
 
-import base64
-import json
 import os
-import pickle
-import shutil
 import subprocess
-import zipfile
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Tuple
-
-import pytest
 
 from conftest import Run
 
 OLDEST, NEWEST = "3.8", "3.13"
-
-
-def interpreter(version: str) -> str:
-    """CPython `version` from pyenv or PATH; the test is skipped on a machine without it."""
-    pyenv = shutil.which("pyenv")
-    if pyenv:
-        root = subprocess.run([pyenv, "root"], capture_output=True, text=True).stdout.strip()
-        for folder in sorted(Path(root, "versions").glob(f"{version}.*"), reverse=True):
-            if (folder / "bin" / "python").is_file():
-                return str(folder / "bin" / "python")
-    found = shutil.which(f"python{version}")
-    if found is None:
-        pytest.skip(f"no Python {version} on this machine (pyenv install {version})")
-    return found
 
 
 def venv(python: str, target: Path, with_pip: bool = False) -> Path:
@@ -48,24 +27,6 @@ def run_python(python, *args: str, cwd: Path, env: Optional[Dict[str, str]] = No
     """`python ARGS` as a child process, with colour off and the extra variables `env`."""
     environ = {**os.environ, "NO_COLOR": "1", **(env or {})}
     return Run(subprocess.run([str(python), *args], capture_output=True, text=True, cwd=cwd, env=environ, timeout=timeout))
-
-
-def model_zip(path: Path, saved_with: str) -> Path:
-    """A small SB3 model file as SB3 writes it: JSON `data` with a pickled entry, version and system info."""
-    learning_rate = {":type:": "<class 'float'>", ":serialized:": base64.b64encode(pickle.dumps(0.0003, protocol=4)).decode()}
-    with zipfile.ZipFile(path, "w") as archive:
-        archive.writestr("data", json.dumps({"gamma": 0.99, "learning_rate": learning_rate}, indent=4))
-        archive.writestr("_stable_baselines3_version", "2.3.2")
-        archive.writestr("system_info.txt", f"- Python: {saved_with}\n")
-    return path
-
-
-def one_line_error(run: Run) -> str:
-    """The refusal's single stderr line, once exit code 2 and the absence of a traceback are asserted."""
-    assert run.returncode == 2, run
-    lines = run.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("envdoctor: error:") and "Traceback" not in run.stderr, run
-    return lines[0]
 
 
 def breakages() -> List[Tuple[str, Callable[[dict], Any]]]:
