@@ -39,7 +39,7 @@ FAKES: Dict[str, Mapping[str, str]] = {
 LOCAL_GYMNASIUM = "import gymnasium as gym\nenv = gym.make('CartPole-v1')\n"
 
 
-def build_wheel(folder: Path, name: str, module: str, code: str, requires: str = "", top_level: str = "") -> Path:
+def module_wheel(folder: Path, name: str, module: str, code: str, requires: str = "", top_level: str = "") -> Path:
     """A real pure-Python wheel: the module, its METADATA, WHEEL, top_level.txt and RECORD."""
     dist_info = f"{name.replace('-', '_')}-1.0.dist-info"
     metadata = f"Metadata-Version: 2.1\nName: {name}\nVersion: 1.0\n" + (f"Provides-Extra: vision\nRequires-Dist: {requires}\n" if requires else "")
@@ -61,7 +61,7 @@ def build_wheel(folder: Path, name: str, module: str, code: str, requires: str =
 def messy(venvs, old_wheel, tmp_path_factory) -> Path:
     """A venv whose imports fail in every way, with NumPy 2 and the real gymnasium."""
     folder = tmp_path_factory.mktemp("fake-wheels")
-    wheels = [str(build_wheel(folder, name, spec["module"], spec["code"], spec.get("requires", ""), spec.get("top_level", ""))) for name, spec in FAKES.items()]
+    wheels = [str(module_wheel(folder, name, spec["module"], spec["code"], spec.get("requires", ""), spec.get("top_level", ""))) for name, spec in FAKES.items()]
     python = venvs.get(VENV, ["numpy==2.4.6", "gymnasium==1.4.0"])
     venvs.install(VENV, "--no-deps", str(old_wheel), *wheels)
     return python

@@ -35,7 +35,7 @@ def set_version(facts: dict, name: str, version: str) -> None:
     dist["version"] = version
 
 
-def judged(envdoctor, report: Path):
+def numpy_findings_and_run(envdoctor, report: Path):
     """The numpy findings of `report` and the finished run."""
     run = envdoctor("check", "--from", str(report), "--only", "numpy", "--json", "-")
     assert run.returncode in (0, 1), run
@@ -70,7 +70,7 @@ def test_table_reader_semantics():
 
 def test_numpy_1_build_without_upper_bound_under_numpy_2(envdoctor, recorded, tmp_path):
     report = changed_report(recorded, tmp_path / "r.json", lambda f: install(f, "scipy", "1.11.4", ["numpy>=1.21.6"]))
-    found, run = judged(envdoctor, report)
+    found, run = numpy_findings_and_run(envdoctor, report)
     assert run.returncode == 1
     [finding] = found["numpy.abi-mismatch"]
     assert finding["severity"] == "error"
@@ -83,7 +83,7 @@ def test_numpy_1_build_without_upper_bound_under_numpy_2(envdoctor, recorded, tm
 @pytest.mark.parametrize("version", ["1.13.0", "1.14.1", "2.0.0"])
 def test_release_built_for_numpy_2_passes(envdoctor, recorded, tmp_path, version):
     report = changed_report(recorded, tmp_path / "r.json", lambda f: install(f, "scipy", version, ["numpy>=1.22.4"]))
-    found, run = judged(envdoctor, report)
+    found, run = numpy_findings_and_run(envdoctor, report)
     assert "numpy.abi-mismatch" not in found and run.returncode == 0
 
 
@@ -93,7 +93,7 @@ def test_metadata_and_table_culprits_merge_into_one_line_each(envdoctor, recorde
         install(facts, "oldext", "0.9", ["numpy<2"])
         install(facts, "Scikit_Learn", "1.3.2", ["numpy<2.0,>=1.17.3"])
 
-    [finding] = judged(envdoctor, changed_report(recorded, tmp_path / "r.json", change))[0]["numpy.abi-mismatch"]
+    [finding] = numpy_findings_and_run(envdoctor, changed_report(recorded, tmp_path / "r.json", change))[0]["numpy.abi-mismatch"]
     assert finding["evidence"]["needs_numpy_1"] == [
         "oldext 0.9 (numpy<2)",
         "Scikit_Learn 1.3.2 (numpy<2.0,>=1.17.3; first built for NumPy 2: 1.4.2)",
@@ -109,7 +109,7 @@ def test_release_requiring_numpy_2_under_numpy_1(envdoctor, recorded, tmp_path):
         install(facts, "scipy", "1.11.4", ["numpy>=1.21.6"])
 
     report = changed_report(recorded, tmp_path / "r.json", change)
-    found, run = judged(envdoctor, report)
+    found, run = numpy_findings_and_run(envdoctor, report)
     assert run.returncode == 0 and "numpy.abi-mismatch" not in found
     [finding] = found["numpy.too-old"]
     assert finding["severity"] == "warning"
@@ -128,11 +128,11 @@ def test_requiring_numpy_2_does_not_bind_on_python_3_8(envdoctor, recorded, tmp_
         facts["target"]["python"]["version"] = "3.8.18"
         install(facts, "opencv-python", "4.12.0.88", ['numpy<2.0; python_version < "3.9"'])
 
-    found, run = judged(envdoctor, changed_report(recorded, tmp_path / "r.json", change))
+    found, run = numpy_findings_and_run(envdoctor, changed_report(recorded, tmp_path / "r.json", change))
     assert found == {} and run.returncode == 0
 
 
 @pytest.mark.parametrize("version", ["", "not a version", "1.11.4; rm -rf /", "v" * 10_000])
 def test_unparsable_versions_are_skipped_not_crashed(envdoctor, recorded, tmp_path, version):
-    found, run = judged(envdoctor, changed_report(recorded, tmp_path / "r.json", lambda f: install(f, "scipy", version)))
+    found, run = numpy_findings_and_run(envdoctor, changed_report(recorded, tmp_path / "r.json", lambda f: install(f, "scipy", version)))
     assert found == {} and run.returncode == 0

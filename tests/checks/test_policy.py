@@ -60,14 +60,14 @@ def node(tmp_path, change):
     return changed_report(REPORTS / "h100-cu130.json", tmp_path / "node.json", changed)
 
 
-def judged(tmp_path, policy_file, change=lambda facts: None, *options):
+def checked_against_policy(tmp_path, policy_file, change=lambda facts: None, *options):
     run = run_envdoctor("check", "--from", str(node(tmp_path, change)), "--policy", str(policy_file), "--only", "policy", "--json", "-", *options)
     assert run.returncode in (0, 1), run
     return run
 
 
 def test_a_compliant_node_passes_every_rule_of_the_policy(tmp_path, policy_file):
-    run = judged(tmp_path, policy_file)
+    run = checked_against_policy(tmp_path, policy_file)
     assert run.returncode == 0, run
     checks = {c["id"]: c["status"] for c in run.json()["checks"]}
     assert checks == dict.fromkeys(["policy.torch-build", "policy.driver", "policy.env-required", "policy.env-forbidden", "policy.vram", "policy.ram", "policy.shm", "policy.package"], "passed")
@@ -91,7 +91,7 @@ def breaches():
 
 @pytest.mark.parametrize("change,id,severity,title", list(breaches()), ids=[title for *_, title in breaches()])
 def test_each_breach_is_a_policy_finding_with_the_files_severity_and_a_remedy(tmp_path, policy_file, change, id, severity, title):
-    run = judged(tmp_path, policy_file, change)
+    run = checked_against_policy(tmp_path, policy_file, change)
     (finding,) = run.json()["findings"]
     assert (finding["id"], finding["severity"], finding["title"]) == (id, severity, title)
     assert finding["remedies"] and finding["evidence"]["policy"] == str(policy_file)
@@ -99,7 +99,7 @@ def test_each_breach_is_a_policy_finding_with_the_files_severity_and_a_remedy(tm
 
 
 def test_the_teams_remedy_comes_first_then_the_exact_command(tmp_path, policy_file):
-    run = judged(tmp_path, policy_file, lambda f: f["target"]["torch_build"].update(version="2.13.0+cpu"))
+    run = checked_against_policy(tmp_path, policy_file, lambda f: f["target"]["torch_build"].update(version="2.13.0+cpu"))
     (finding,) = findings_by_id(run.json())["policy.torch-build"]
     assert [r["command"] for r in finding["remedies"]] == [None, "/opt/venv/bin/python -m pip install torch==2.13.0+cu130 --index-url https://download.pytorch.org/whl/cu130"]
     assert finding["remedies"][0]["summary"] == "module load pytorch/2.13"
@@ -116,13 +116,13 @@ def test_a_rule_whose_facts_are_missing_is_skipped_or_unjudged_never_passed(poli
 
 
 def test_a_rule_that_crashes_on_odd_facts_is_a_visible_finding(tmp_path, policy_file):
-    run = judged(tmp_path, policy_file, lambda f: f["gpu"].update(driver="580.65.06"))
+    run = checked_against_policy(tmp_path, policy_file, lambda f: f["gpu"].update(driver="580.65.06"))
     (crash,) = findings_by_id(run.json())["doctor.check-crashed"]
     assert crash["evidence"]["check"] == "policy.driver"
 
 
 def test_skip_and_only_select_policy_rules_like_any_check(tmp_path, policy_file):
-    run = judged(tmp_path, policy_file, lambda f: f["environ"]["variables"].clear(), "--skip", "policy.env-required")
+    run = checked_against_policy(tmp_path, policy_file, lambda f: f["environ"]["variables"].clear(), "--skip", "policy.env-required")
     assert {c["id"] for c in run.json()["checks"]} == {"policy.torch-build", "policy.driver", "policy.env-forbidden", "policy.vram", "policy.ram", "policy.shm", "policy.package"}
     assert run.returncode == 0
 

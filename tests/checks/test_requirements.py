@@ -166,13 +166,13 @@ def facts(*dists: dict, python=(3, 11, 7), platform: str = "linux", uv: Optional
     }}
 
 
-def judged(f: dict) -> dict:
+def unsatisfied_by_requirer(f: dict) -> dict:
     return {finding.evidence["requirer"]: finding for finding in unsatisfied(f)}
 
 
 def test_scipy_needing_numpy_1_beside_numpy_2_is_one_finding_of_the_numpy_check():
     f = facts(dist("scipy", "1.11.4", *SCIPY_REQUIRES), dist("numpy", "2.4.6"))
-    assert judged(f) == {}
+    assert unsatisfied_by_requirer(f) == {}
     [finding] = abi_mismatch(f)
     assert finding.severity.value == "error"
     assert finding.evidence["needs_numpy_1"] == ["scipy 1.11.4 (numpy<1.28.0,>=1.21.6; first built for NumPy 2: 1.13.0)"]
@@ -181,7 +181,7 @@ def test_scipy_needing_numpy_1_beside_numpy_2_is_one_finding_of_the_numpy_check(
 
 def test_a_release_requiring_numpy_2_under_numpy_1_is_one_finding_of_the_numpy_check():
     f = facts(dist("pandas", "3.1.0", "numpy>=2.0.0"), dist("numpy", "1.26.4"))
-    assert judged(f) == {}
+    assert unsatisfied_by_requirer(f) == {}
     [finding] = too_old_numpy(f)
     assert finding.evidence["requires_numpy_2"] == ["pandas 3.1.0 (numpy>=2.0.0)"]
 
@@ -194,7 +194,7 @@ def test_a_release_requiring_numpy_2_under_numpy_1_is_one_finding_of_the_numpy_c
     ("tensorboard", "torch", (), "error"),
 ])
 def test_unmet_requirements_and_their_severity(requirer, requirement, installed, severity):
-    [finding] = judged(facts(dist(requirer, "1.0", requirement), *installed)).values()
+    [finding] = unsatisfied_by_requirer(facts(dist(requirer, "1.0", requirement), *installed)).values()
     assert finding.severity.value == severity and finding.evidence["unsatisfied"][0]["requirement"] == requirement
 
 
@@ -209,29 +209,29 @@ def test_unmet_requirements_and_their_severity(requirer, requirement, installed,
     ("not a requirement ((", None),
 ])
 def test_satisfied_or_not_applicable_requirements_are_silent(requirement, installed):
-    assert judged(facts(dist("app", "1.0", requirement), *filter(None, [installed]))) == {}
+    assert unsatisfied_by_requirer(facts(dist("app", "1.0", requirement), *filter(None, [installed]))) == {}
 
 
 @pytest.mark.parametrize("requires", [None, "numpy<2", 42, [None, 7, {"x": 1}], [["numpy<2"]]])
 def test_damaged_requires_in_recorded_facts_are_skipped(requires):
     broken = dist("app", "1.0")
     broken["requires"] = requires
-    assert judged(facts(broken, dist("numpy", "2.0.0"))) == {}
+    assert unsatisfied_by_requirer(facts(broken, dist("numpy", "2.0.0"))) == {}
 
 
 def test_markers_are_evaluated_for_the_target_python_and_platform():
     old = dist("backport", "1.0", 'typing-extensions>=4; python_version < "3.9"', 'pywin32; sys_platform == "win32"')
-    assert judged(facts(old, python=(3, 11, 7))) == {}
-    assert list(judged(facts(old, python=(3, 8, 18)))) == ["backport 1.0"]
-    assert judged(facts(old, platform="win32"))["backport 1.0"].evidence["unsatisfied"] == [{"requirement": "pywin32", "installed": None}]
+    assert unsatisfied_by_requirer(facts(old, python=(3, 11, 7))) == {}
+    assert list(unsatisfied_by_requirer(facts(old, python=(3, 8, 18)))) == ["backport 1.0"]
+    assert unsatisfied_by_requirer(facts(old, platform="win32"))["backport 1.0"].evidence["unsatisfied"] == [{"requirement": "pywin32", "installed": None}]
 
 
 def test_an_extra_counts_when_an_installed_distribution_asks_for_it_even_through_another_extra():
     lib = dist("lib", "1.0", 'requests[socks]; extra == "net"', 'missing-one; extra == "unused"')
     requests = dist("requests", "2.31.0", 'PySocks!=1.5.7,>=1.5.6; extra == "socks"')
     app = dist("app", "1.0", "lib[net]")
-    assert judged(facts(lib, requests)) == {}
-    [finding] = judged(facts(app, lib, requests)).values()
+    assert unsatisfied_by_requirer(facts(lib, requests)) == {}
+    [finding] = unsatisfied_by_requirer(facts(app, lib, requests)).values()
     assert finding.evidence == {"requirer": "requests 2.31.0", "unsatisfied": [{"requirement": "PySocks!=1.5.7,>=1.5.6", "installed": None}]}
 
 
@@ -327,7 +327,7 @@ def test_mixed_wheels_keeps_a_family_of_an_extra_that_looks_installed():
 # --- through the CLI on real venvs ------------------------------------------------------------------
 
 
-def build_wheel(folder: Path, name: str, version: str, requires: Iterable[str], license: str) -> Path:
+def licensed_wheel(folder: Path, name: str, version: str, requires: Iterable[str], license: str) -> Path:
     """A real wheel built with zipfile: a module, METADATA, WHEEL and RECORD."""
     info = f"{name}-{version}.dist-info"
     files = {
@@ -346,7 +346,7 @@ def build_wheel(folder: Path, name: str, version: str, requires: Iterable[str], 
 @pytest.mark.slow
 def test_real_wheel_with_a_folded_license_beside_numpy_2(venvs, envdoctor, tmp_path):
     python = venvs.get("scipy-like-numpy2", ["numpy>=2"])
-    wheel = build_wheel(tmp_path, "scipy", "1.11.4", SCIPY_REQUIRES, SCIPY_LICENSE)
+    wheel = licensed_wheel(tmp_path, "scipy", "1.11.4", SCIPY_REQUIRES, SCIPY_LICENSE)
     pip(["install", "-q", "--no-deps", "--no-index", str(wheel)], python)
     run = envdoctor("check", "--no-probe", "--no-save", "--only", "requirements,numpy", "--python", str(python), "--json", "-")
     assert run.returncode == 1, run

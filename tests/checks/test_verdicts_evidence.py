@@ -57,7 +57,7 @@ def with_probe(source: Path, destination: Path, probe: dict, change=lambda facts
     return destination
 
 
-def judged(report: Path, only: str, skipped: str = "") -> dict:
+def rechecked_findings(report: Path, only: str, skipped: str = "") -> dict:
     run = run_envdoctor("check", "--from", str(report), "--only", only, "--json", "-")
     assert run.returncode in (0, 1), run
     assert "Traceback" not in run.stderr
@@ -77,20 +77,20 @@ def add_mixed_wheels(facts: dict) -> None:
 @pytest.mark.slow
 def test_mixed_families_beside_a_cpu_torch_whose_probe_passed_are_a_warning(tmp_path, no_probe_report, clamped_probe):
     report = with_probe(no_probe_report, tmp_path / "r.json", clamped_probe, add_mixed_wheels)
-    (finding,) = judged(report, "wheels")["wheels.mixed-cuda-families"]
+    (finding,) = rechecked_findings(report, "wheels")["wheels.mixed-cuda-families"]
     assert finding["severity"] == "warning"
     assert "probe disproved" in finding["explanation"] and "CPU-only" in finding["evidence"]["disproved_by_probe"]
     assert set(finding["evidence"]["families"]) == {"cu11", "cu12"}
 
 
 def test_mixed_families_beside_a_cpu_torch_without_a_probe_are_the_same_warning(tmp_path, no_probe_report):
-    (finding,) = judged(changed_report(no_probe_report, tmp_path / "r.json", add_mixed_wheels), "wheels")["wheels.mixed-cuda-families"]
+    (finding,) = rechecked_findings(changed_report(no_probe_report, tmp_path / "r.json", add_mixed_wheels), "wheels")["wheels.mixed-cuda-families"]
     assert finding["severity"] == "warning" and finding["evidence"]["disproved_by_probe"] is None
 
 
 @pytest.mark.slow
 def test_mixed_families_beside_a_cuda_torch_are_the_same_warning(tmp_path, clamped_probe):
-    (finding,) = judged(with_probe(H100, tmp_path / "r.json", clamped_probe, add_mixed_wheels), "wheels")["wheels.mixed-cuda-families"]
+    (finding,) = rechecked_findings(with_probe(H100, tmp_path / "r.json", clamped_probe, add_mixed_wheels), "wheels")["wheels.mixed-cuda-families"]
     assert finding["severity"] == "warning"
 
 
@@ -100,7 +100,7 @@ def test_mixed_families_beside_a_cuda_torch_are_the_same_warning(tmp_path, clamp
 @pytest.mark.slow
 def test_oversubscription_the_probe_saw_clamped_says_what_was_measured(tmp_path, no_probe_report, clamped_probe):
     report = with_probe(no_probe_report, tmp_path / "r.json", clamped_probe)
-    (finding,) = judged(report, "threads")["threads.oversubscribed"]
+    (finding,) = rechecked_findings(report, "threads")["threads.oversubscribed"]
     cpus = finding["evidence"]["usable_cpus"]
     assert "OMP_NUM_THREADS=64" in finding["title"]
     assert "orders of magnitude" not in finding["explanation"]
@@ -111,7 +111,7 @@ def test_oversubscription_the_probe_saw_clamped_says_what_was_measured(tmp_path,
 
 
 def test_oversubscription_without_a_probe_names_the_value_and_says_it_was_not_measured(no_probe_report):
-    (finding,) = judged(no_probe_report, "threads", skipped="threads.multiple-openmp")["threads.oversubscribed"]  # it reads the probe
+    (finding,) = rechecked_findings(no_probe_report, "threads", skipped="threads.multiple-openmp")["threads.oversubscribed"]  # it reads the probe
     assert "OMP_NUM_THREADS=64" in finding["title"]
     assert "not measured" in finding["explanation"]
     assert finding["severity"] == "warning"
@@ -164,7 +164,7 @@ def test_a_stage_past_its_limit_is_slow_when_it_kept_using_cpu_and_hung_only_whe
 def test_the_time_limit_finding_gives_a_remedy_that_raises_the_limit_for_the_diagnosed_interpreter(tmp_path, no_probe_report, out_of_time):
     behaviour, probe, _ = out_of_time
     probe = {**probe, "python": "/opt/my envs/train/bin/python"}
-    (finding,) = judged(with_probe(no_probe_report, tmp_path / "r.json", probe), "probe")["probe.hang"]
+    (finding,) = rechecked_findings(with_probe(no_probe_report, tmp_path / "r.json", probe), "probe")["probe.hang"]
     commands = [r["command"] for r in finding["remedies"] if r["command"]]
     raise_limit = next(c for c in commands if "--probe-timeout" in c)
     argv = shlex.split(raise_limit)

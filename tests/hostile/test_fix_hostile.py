@@ -320,7 +320,7 @@ def test_cli_refuses_a_folder_without_a_record(tmp_path):
 
 # ---------------------------------------------------------------------------------------------- real venvs
 
-def write_wheel(folder: Path, name: str, version: str, files: Dict[str, str]) -> Path:
+def wheel_of_files(folder: Path, name: str, version: str, files: Dict[str, str]) -> Path:
     """A pure-Python wheel with `files` (path -> text), its metadata and a RECORD with real hashes."""
     stem = f"{name.replace('-', '_')}-{version}"
     info = f"{stem}.dist-info"
@@ -343,10 +343,10 @@ def fake_stack(folder: Path) -> list:
     """Two NVIDIA runtime families nothing needs, a torch that cannot be imported, and a plain package."""
     folder.mkdir(parents=True, exist_ok=True)
     return [
-        write_wheel(folder, "nvidia-cuda-runtime-cu11", "11.7.99", {"nvidia/cuda_runtime_cu11_marker.py": ""}),
-        write_wheel(folder, "nvidia-cuda-runtime-cu12", "12.1.105", {"nvidia/cuda_runtime_cu12_marker.py": ""}),
-        write_wheel(folder, "torch", "2.13.0", {"torch/__init__.py": "raise ImportError('a torch that never imports')\n"}),
-        write_wheel(folder, "tinypkg", "1.0", {"tinypkg/__init__.py": "VALUE = 1\n"}),
+        wheel_of_files(folder, "nvidia-cuda-runtime-cu11", "11.7.99", {"nvidia/cuda_runtime_cu11_marker.py": ""}),
+        wheel_of_files(folder, "nvidia-cuda-runtime-cu12", "12.1.105", {"nvidia/cuda_runtime_cu12_marker.py": ""}),
+        wheel_of_files(folder, "torch", "2.13.0", {"torch/__init__.py": "raise ImportError('a torch that never imports')\n"}),
+        wheel_of_files(folder, "tinypkg", "1.0", {"tinypkg/__init__.py": "VALUE = 1\n"}),
     ]
 
 

@@ -63,7 +63,7 @@ def test_text_without_a_dump_parses_to_none():
     assert tracebacks.parse("Traceback (most recent call last):\n  File \"x.py\", line 1, in <module>\nValueError\n") is None
 
 
-def judged(*stages: StageResult) -> dict:
+def probe_findings(*stages: StageResult) -> dict:
     probe = ProbeResult("python", Ending.COMPLETED, stages, 1.0).to_json()
     findings, runs, _, _ = engine.judge({}, probe, engine.Selection(only=("probe", "threads.multiple-openmp")))
     return {f.id: f for f in findings}
@@ -75,21 +75,21 @@ def thread_pools(*runtimes) -> StageResult:
 
 
 def test_libiomp_with_libomp_is_the_crashing_openmp_pair():
-    found = judged(thread_pools(("libiomp", "/opt/conda/lib/libiomp5.so"), ("libomp", "/opt/conda/lib/libomp.so")))
+    found = probe_findings(thread_pools(("libiomp", "/opt/conda/lib/libiomp5.so"), ("libomp", "/opt/conda/lib/libomp.so")))
     finding = found["threads.multiple-openmp"]
     assert finding.severity.value == "error"
     assert finding.remedies[0].command == "export MKL_THREADING_LAYER=GNU"
 
 
 def test_gnu_with_intel_openmp_is_a_warning_and_one_runtime_is_fine():
-    two = judged(thread_pools(("libgomp", "/venv/torch/lib/libgomp.so.1"), ("libiomp", "/opt/intel/libiomp5.so")))
+    two = probe_findings(thread_pools(("libgomp", "/venv/torch/lib/libgomp.so.1"), ("libiomp", "/opt/intel/libiomp5.so")))
     assert two["threads.multiple-openmp"].severity.value == "warning"
-    assert judged(thread_pools(("libgomp", "/venv/torch/lib/libgomp.so.1"))) == {}
+    assert probe_findings(thread_pools(("libgomp", "/venv/torch/lib/libgomp.so.1"))) == {}
 
 
 def test_an_exception_after_the_imports_is_a_stage_failure_with_the_dynamo_hint():
     error = {"type": "RuntimeError", "message": "Dynamo is not supported on Python 3.14+", "frames": [], "circular_import": None}
-    found = judged(StageResult("maskable_ppo", "MaskablePPO construct", StageStatus.FAILED, 1.2, error=error))
+    found = probe_findings(StageResult("maskable_ppo", "MaskablePPO construct", StageStatus.FAILED, 1.2, error=error))
     assert set(found) == {"probe.stage-failed"}
     assert "torch._dynamo" in found["probe.stage-failed"].explanation
 

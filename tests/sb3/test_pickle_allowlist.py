@@ -22,44 +22,44 @@ from conftest import TEST_DATA
 from helpers.pickles import GADGET_CASES, global0, global4, unicode4
 
 
-def judged(payload: bytes, key: str = "learning_rate") -> dict:
+def classified(payload: bytes, key: str = "learning_rate") -> dict:
     return classify(key, {":serialized:": base64.b64encode(payload).decode()}, "3.11")
 
 
 @pytest.mark.parametrize("case, payload", GADGET_CASES, ids=[c for c, _ in GADGET_CASES])
 def test_every_gadget_in_every_position_is_dangerous(case, payload):
-    facts = judged(payload)
+    facts = classified(payload)
     assert facts["verdict"] == "dangerous", (case, facts["verdict"], facts["reasons"])
 
 
 def test_the_issues_getitem_on_vars_of_builtins_is_dangerous():
     payload = b"\x80\x04" + global4("_operator", "getitem") + global4("builtins", "vars") + global4("builtins", "__import__") + b"\x85R" + unicode4("exec") + b"\x86R."
-    facts = judged(payload)
+    facts = classified(payload)
     assert facts["verdict"] == "dangerous" and any("builtins.vars" in r for r in facts["reasons"])
 
 
 def test_getattr_on_an_allowed_class_still_reaches_out():
     payload = b"\x80\x04" + global4("builtins", "getattr") + global4("collections", "deque") + unicode4("__init__") + b"\x86R."
-    assert judged(payload)["verdict"] == "dangerous"
+    assert classified(payload)["verdict"] == "dangerous"
 
 
 def test_build_rewriting_a_class_or_a_module_is_dangerous():
     on_class = b"\x80\x04" + global4("collections", "deque") + b"N}" + unicode4("__eq__") + b"K\x01s\x86b."
     module = b"\x80\x04" + global4("cloudpickle.cloudpickle", "subimport") + unicode4("math") + b"\x85R}" + unicode4("pi") + b"K\x03sb."
-    assert judged(on_class)["verdict"] == "dangerous"
-    assert judged(module)["verdict"] == "dangerous"
+    assert classified(on_class)["verdict"] == "dangerous"
+    assert classified(module)["verdict"] == "dangerous"
 
 
 @pytest.mark.parametrize("module", ["os", "subprocess", "importlib", "numpy.lib", "torch.hub", "sys"])
 def test_subimport_of_a_module_outside_the_list_is_dangerous(module):
     payload = b"\x80\x04" + global4("cloudpickle.cloudpickle", "subimport") + unicode4(module) + b"\x85R."
-    assert judged(payload)["verdict"] == "dangerous"
+    assert classified(payload)["verdict"] == "dangerous"
 
 
 @pytest.mark.parametrize("name", ["CodeType", "FunctionType"])
 def test_code_makers_handed_to_code_as_data_are_dangerous(name):
     payload = b"\x80\x04}" + unicode4("make") + global4("cloudpickle.cloudpickle", "_builtin_type") + unicode4(name) + b"\x85Rs."
-    assert judged(payload)["verdict"] == "dangerous"
+    assert classified(payload)["verdict"] == "dangerous"
 
 
 def reaching_code():
@@ -122,7 +122,7 @@ def reaching_code():
 
 @pytest.mark.parametrize("schedule", reaching_code(), ids=lambda f: f.__name__)
 def test_code_that_reaches_outside_the_allowlist_is_dangerous(schedule):
-    facts = judged(cloudpickle.dumps(schedule))
+    facts = classified(cloudpickle.dumps(schedule))
     assert facts["verdict"] == "dangerous", facts["reasons"]
 
 
@@ -165,14 +165,14 @@ def genuine_values():
 
 @pytest.mark.parametrize("name, value", list(genuine_values().items()), ids=list(genuine_values()))
 def test_genuine_values_are_not_dangerous(name, value):
-    facts = judged(cloudpickle.dumps(value), key=name)
+    facts = classified(cloudpickle.dumps(value), key=name)
     assert facts["verdict"] in ("data", "code"), facts["reasons"]
 
 
 @pytest.mark.parametrize("protocol", range(pickle.HIGHEST_PROTOCOL + 1))
 def test_genuine_values_in_every_protocol_are_not_dangerous(protocol):
     value = {"r": np.float64(1.0), "shape": (4,), "seq": collections.deque([1, 2]), "set": frozenset({1}), "l": [1, [2]]}
-    facts = judged(cloudpickle.dumps(value, protocol=protocol))
+    facts = classified(cloudpickle.dumps(value, protocol=protocol))
     assert facts["verdict"] == "data", facts["reasons"]
 
 
@@ -230,7 +230,7 @@ def test_issue_gadgets_are_dangerous_in_inspect_and_check_and_never_copied_by_sa
 def test_fillers_may_only_fill_what_the_pickle_made(filler):
     target = global4("stable_baselines3.common.utils", "FloatSchedule")
     payload = b"\x80\x04" + global4("cloudpickle.cloudpickle", filler) + target + b"}N\x86\x86R."
-    facts = judged(payload)
+    facts = classified(payload)
     assert facts["verdict"] == "dangerous" and any("did not make" in r for r in facts["reasons"])
 
 
@@ -289,14 +289,14 @@ def test_a_tensor_in_data_is_judged_through_the_storage_torch_loads_and_contains
     """Not dangerous (its storage is what torch saved), but not data either: _load_from_bytes runs torch.load."""
     import torch
 
-    facts = judged(cloudpickle.dumps(torch.zeros(3)), key="weights")
+    facts = classified(cloudpickle.dumps(torch.zeros(3)), key="weights")
     assert facts["verdict"] == "code" and any("_load_from_bytes" in r for r in facts["reasons"]), facts["reasons"]
 
 
 def test_a_storage_whose_bytes_hide_a_second_payload_is_dangerous():
     inner = b"\x80\x02" + global0("posix", "system") + b"(Vtrue\ntR."
     payload = b"\x80\x04" + global4("torch.storage", "_load_from_bytes") + b"C" + bytes([len(inner)]) + inner + b"\x85R."
-    facts = judged(payload, key="weights")
+    facts = classified(payload, key="weights")
     assert facts["verdict"] == "dangerous" and any("posix.system" in r for r in facts["reasons"])
 
 
@@ -308,8 +308,8 @@ def test_a_module_in_a_closure_cell_is_judged_by_how_the_code_uses_it():
             return lambda p: float(np_local.cos(p))
         return lambda p: np_local.load("/tmp/x.npy") + p
 
-    assert judged(cloudpickle.dumps(make("cos")))["verdict"] == "code"
-    assert judged(cloudpickle.dumps(make("load")))["verdict"] == "dangerous"
+    assert classified(cloudpickle.dumps(make("cos")))["verdict"] == "code"
+    assert classified(cloudpickle.dumps(make("load")))["verdict"] == "dangerous"
 
 
 def test_a_dangerous_entry_is_never_met_with_advice_to_load_it(tmp_path):
