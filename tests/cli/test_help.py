@@ -11,7 +11,7 @@ import sys
 import pytest
 from click.testing import CliRunner
 
-from conftest import REPO
+from conftest import REPO, run_envdoctor
 from envdoctor import KNOWLEDGE_DATE
 from envdoctor.cli import COMMANDS, cli
 
@@ -34,7 +34,9 @@ def test_help_ends_with_exit_codes_and_an_example_of_the_command(command):
 
 
 def test_version_names_the_date_of_the_knowledge_tables():
-    version = subprocess.run([sys.executable, "-m", "envdoctor", "--version"], capture_output=True, text=True, check=True).stdout
+    run = run_envdoctor("--version", child=True)  # the version line of a real `python -m envdoctor`
+    assert run.returncode == 0, run
+    version = run.stdout
     assert version == f"envdoctor, version {__import__('envdoctor').__version__} (knowledge tables of {KNOWLEDGE_DATE})\n"
 
 
