@@ -10,7 +10,7 @@ JSON view of a recorded inspect or crash report is the recorded file itself, byt
 
 The test never writes a golden file. After a change meant to change a view, rewrite them with
 
-    ENVDOCTOR_UPDATE_GOLDEN=1 .venv-test/bin/python -m pytest tests/test_golden.py -p no:cacheprovider
+    ENVDOCTOR_UPDATE_GOLDEN=1 .venv-test/bin/python -m pytest tests/cli/test_golden.py -p no:cacheprovider
 
 and review the diff of tests/data/render/ before committing it.
 """
