@@ -19,7 +19,10 @@ from typing import Callable, Dict, Iterable, List, Optional, Sequence, Tuple, Un
 
 import pytest
 
+from helpers.pythons import needed_python
+
 REPO = Path(__file__).resolve().parent.parent
+TEST_DATA = REPO / "tests" / "data"
 CONSTRAINTS = REPO / "constraints" / "test.txt"
 
 
@@ -360,16 +363,8 @@ def changed_report(source: Path, destination: Path, change: Callable[[dict], Non
     return destination
 
 
-SB3_DATA = Path(__file__).parent / "data" / "sb3"
+SB3_DATA = TEST_DATA / "sb3"
 FOREIGN = ("3.8", "3.12", "3.13")
-
-
-def pyenv_python(minor: str) -> str:
-    root = Path(subprocess.run(["pyenv", "root"], capture_output=True, text=True, check=True).stdout.strip())
-    found = sorted(root.glob(f"versions/{minor}.*/bin/python{minor}"))
-    if not found:
-        pytest.fail(f"pyenv has no Python {minor}; these tests need it")
-    return str(found[-1])
 
 
 def built_once(tmp_path_factory, name: str, build: Callable[[Path], None]) -> Path:
@@ -396,7 +391,7 @@ def make_models(folder: Path, venvs: VenvFactory) -> None:
 
     subprocess.run([sys.executable, str(SB3_DATA / "make_models.py"), str(folder)], check=True, capture_output=True, timeout=600)
     for minor in FOREIGN:
-        python = venvs.get(f"cloudpickle-{minor}", ["cloudpickle"], interpreter=pyenv_python(minor))
+        python = venvs.get(f"cloudpickle-{minor}", ["cloudpickle"], interpreter=needed_python(minor))
         made = json.loads(subprocess.run([str(python), str(SB3_DATA / "make_foreign.py")], check=True, capture_output=True, text=True).stdout)
         payloads = {key: made[key] for key in ("learning_rate", "lr_schedule", "clip_range")}
         name = f"foreign_py{minor.replace('.', '')}"

@@ -6,7 +6,7 @@ in the libraries themselves. nvcc embeds one fatbin per translation unit in the 
 and a run of entries, each with its own header: the kind (1 PTX, 2 cubin), the header's size, the
 payload's size and, at byte 28, the compute capability it was built for (80 for sm_80/compute_80).
 Only those headers are read, a few dozen bytes each, never the payloads; the layout was checked
-against libraries nvcc built for a chosen arch list (tests/test_fatbin.py).
+against libraries nvcc built for a chosen arch list (tests/facts/test_fatbin.py).
 
 A library's kernels are those most of its translation units were built for: torch compiles every
 unit with the release's TORCH_CUDA_ARCH_LIST, and a few units built for one extra capability
