@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import json
 
+from envdoctor import codec
 from envdoctor.model import Report
 
 
 def render(report: Report) -> str:
-    return json.dumps(report.to_json(), indent=2, sort_keys=False) + "\n"
+    return json.dumps(codec.encode(report), indent=2, sort_keys=False) + "\n"

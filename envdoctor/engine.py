@@ -13,7 +13,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Iterable, List, Mapping, NamedTuple, Optional, Sequence, Tuple
 
-from envdoctor import __version__, redact
+from envdoctor import __version__, codec, redact
 from envdoctor.proc import children
 from envdoctor.catalogue import Catalogue, find
 from envdoctor.checks.runner import run_checks
@@ -82,7 +82,7 @@ def now() -> str:
 def make_safe(report: Report, environ: Mapping[str, str], redact_paths: bool) -> Report:
     """The report with secret values removed and, unless opted out, the home directory as `~`."""
     home = redact.home_directory() if redact_paths else ""
-    return Report.from_json(redact.scrub(report.to_json(), redact.secret_values(environ), home))
+    return codec.decode(Report, redact.scrub(codec.encode(report), redact.secret_values(environ), home))
 
 
 def probed_and_gathered(
@@ -205,9 +205,9 @@ def read_report(path: Path) -> Report:
     data = parsed_json(path)
     validate(data, source=str(path))
     try:
-        report = Report.from_json(data)
+        report = codec.decode(Report, data)
         if report.probe is not None:
-            ProbeResult.from_json(report.probe)
+            codec.decode(ProbeResult, report.probe)
     except (TypeError, KeyError, ValueError, AttributeError, RecursionError) as error:
         raise ReportReadError(f"{path} is not a usable envdoctor report: {type(error).__name__}: {error}") from None
     return report

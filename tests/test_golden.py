@@ -27,6 +27,7 @@ from click.testing import CliRunner
 
 from envdoctor.capture.render import CrashRenderer, one_line
 from envdoctor.cli import cli
+from envdoctor.codec import decode
 from envdoctor.engine import read_report
 from envdoctor.model import Report
 from envdoctor.render.view import ReportRenderer
@@ -126,5 +127,5 @@ def test_a_zero_width_character_in_a_recorded_name_is_shown_escaped():
     would make two names look alike."""
     document = json.loads(INSPECTED.read_text(encoding="utf-8"))
     document["facts"]["models"]["files"][0]["members"][0]["name"] = "data\u200b"
-    shown = ModelsRenderer(Report.from_json(document)).terminal()
+    shown = ModelsRenderer(decode(Report, document)).terminal()
     assert "  data\\u200b " in shown and "\u200b" not in shown
