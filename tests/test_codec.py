@@ -1,5 +1,6 @@
 """The report's codec: every recorded report written back as it was read, key for key and byte for byte,
-and a recorded value of the wrong shape refused with the errors the reader turns into one line."""
+a recorded value of the wrong shape refused with the errors the reader turns into one line, and a
+command's report encoded once for everything that leaves."""
 
 from __future__ import annotations
 
@@ -8,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO
+from conftest import REPO, run_envdoctor
+from envdoctor import codec
 from envdoctor.codec import decode, encode
 from envdoctor.model import CheckRun, CheckStatus, Remedy, Report
 from envdoctor.probe.result import ProbeResult, StageResult
@@ -57,3 +59,34 @@ def test_what_older_reports_leave_out_is_read_as_they_meant_it():
 def test_a_value_of_the_wrong_shape_is_refused(data, error):
     with pytest.raises(error):
         decode(CheckRun, data)
+
+
+def encoded_reports(monkeypatch) -> list:
+    """The reports codec.encode is given from now on (the parts it encodes on the way are not counted)."""
+    reports: list = []
+    real = codec.encode
+
+    def counting(value):
+        if isinstance(value, Report):
+            reports.append(value)
+        return real(value)
+
+    monkeypatch.setattr(codec, "encode", counting)
+    return reports
+
+
+SOURCES = {
+    "this machine": ["--no-probe", "--only", "threads"],
+    "a recorded report": ["--from", str(REPO / "reports" / "samples" / "h100-cu130.json"), "--report-dir", "reports"],
+}
+
+
+@pytest.mark.parametrize("source", list(SOURCES))
+def test_check_encodes_its_report_once_for_the_saved_file_and_json(tmp_path, monkeypatch, source):
+    encoded = encoded_reports(monkeypatch)
+    run = run_envdoctor("check", *SOURCES[source], "--json", "out.json", "--markdown", "out.md", cwd=tmp_path)
+    assert run.returncode in (0, 1), run
+    (saved,) = (tmp_path / "reports").glob("envdoctor-*.json")
+    assert len(encoded) == 1
+    assert saved.read_bytes() == (tmp_path / "out.json").read_bytes()
+    assert (tmp_path / "out.md").read_text(encoding="utf-8").strip()

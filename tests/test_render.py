@@ -6,11 +6,12 @@ from pathlib import Path
 
 import pytest
 
-from envdoctor import document, engine
+from envdoctor import engine
 from envdoctor.capture.render import frame_lines
 from envdoctor.checks.run import crashed_finding
 from envdoctor.codec import decode, encode
 from envdoctor.crash import stacks
+from envdoctor.document import Document
 from envdoctor.model import PYTHON, CheckRun, CheckStatus, Finding, Remedy, Report, Severity
 from envdoctor.render import markdown, terminal
 
@@ -81,7 +82,7 @@ def test_colour_only_when_asked():
 
 
 def test_json_round_trip_is_lossless():
-    assert decode(Report, json.loads(document.render(REPORT))) == REPORT
+    assert decode(Report, json.loads(Document.of(REPORT).text)) == REPORT
 
 
 def test_severity_ordering():
