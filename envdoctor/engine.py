@@ -13,7 +13,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Iterable, List, Mapping, NamedTuple, Optional, Sequence, Tuple
 
-from envdoctor import __version__, redact
+from envdoctor import __version__, codec, redact
 from envdoctor.proc import children
 from envdoctor.catalogue import Catalogue, find
 from envdoctor.checks.runner import run_checks
@@ -21,6 +21,7 @@ from envdoctor.collect import ON_DEMAND, CollectContext, gather, timed
 from envdoctor.collect.imports import ImportOptions
 from envdoctor.collect.imports import collect as collect_imports
 from envdoctor.diagnosis.judge import link_and_rank
+from envdoctor.document import Document
 from envdoctor.errors import ReportReadError, TargetReadError
 from envdoctor.files import read_json
 from envdoctor.model import SCHEMA_VERSION, Cause, CheckRun, Finding, Remedy, Report, Severity
@@ -79,10 +80,13 @@ def now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
-def make_safe(report: Report, environ: Mapping[str, str], redact_paths: bool) -> Report:
-    """The report with secret values removed and, unless opted out, the home directory as `~`."""
+def make_safe(report: Report, environs: Sequence[Mapping[str, str]], redact_paths: bool) -> Document:
+    """The report as it leaves: encoded once, with the secret values of every environment in `environs`
+    removed and, unless opted out, the home directory as `~`; the views draw the Report read back from
+    that same data."""
     home = redact.home_directory() if redact_paths else ""
-    return Report.from_json(redact.scrub(report.to_json(), redact.secret_values(environ), home))
+    data = redact.scrub(codec.encode(report), redact.secret_values(*environs), home)
+    return Document(codec.decode(Report, data), data)
 
 
 def probed_and_gathered(
@@ -134,12 +138,14 @@ def diagnose(
     run: Optional[Mapping] = None,
     gathered: Optional[Tuple[dict, dict]] = None,
     catalogue: Optional[Catalogue] = None,
-) -> Report:
+    secrets_also_in: Sequence[Mapping[str, str]] = (),
+) -> Document:
     """Collect this machine's facts for the interpreter `python`, run the probe ladder unless `probe`
     is None and import every installed module unless `imports` is None, inspect the SB3 model files
     `models` statically, and judge them, with what `envdoctor run` saw of a command (`run`) where there is one.
     `gathered` is (facts, timings) already collected for this interpreter and environment (gather_environment);
-    `catalogue` the rules to judge with (this installation's when None)."""
+    `catalogue` the rules to judge with (this installation's when None); the secrets of `environ` and of
+    `secrets_also_in` are removed from the report."""
     environ = dict(os.environ if environ is None else environ)
     if gathered is not None and probe is None and imports is None:
         probe_result, (facts, timings) = None, (dict(gathered[0]), dict(gathered[1]))
@@ -150,14 +156,14 @@ def diagnose(
         raise TargetReadError(f"cannot read the interpreter {python}: {target['error']}")
     if models:
         facts["models"], timings["collect.models"] = inspected(python, models)
-    return judged_report(python, facts, probe_result, selection, timings, environ, redact_paths, run, catalogue)
+    return judged_report(python, facts, probe_result, selection, timings, (environ, *secrets_also_in), redact_paths, run, catalogue)
 
 
-def inspect_models(python: str, models: Sequence[str], environ: Optional[Mapping[str, str]] = None) -> Report:
+def inspect_models(python: str, models: Sequence[str], environ: Optional[Mapping[str, str]] = None) -> Document:
     """A report on SB3 model files alone (`envdoctor inspect`): their forensics judged by the sb3 checks."""
     environ = dict(os.environ if environ is None else environ)
     facts, inspect_ms = inspected(python, models)
-    return judged_report(python, {"models": facts}, None, Selection(only=("sb3", "diagnosis")), {"inspect": inspect_ms}, environ)
+    return judged_report(python, {"models": facts}, None, Selection(only=("sb3", "diagnosis")), {"inspect": inspect_ms}, (environ,))
 
 
 def inspected(python: str, models: Sequence[str]) -> Tuple[dict, float]:
@@ -175,12 +181,13 @@ def judged_report(
     probe_result: Optional[dict],
     selection: Selection,
     timings: Mapping[str, float],
-    environ: Mapping[str, str],
+    environs: Sequence[Mapping[str, str]],
     redact_paths: bool = True,
     run: Optional[Mapping] = None,
     catalogue: Optional[Catalogue] = None,
-) -> Report:
-    """Judge the facts (and the probe's result, and the command's run) into a report that is safe to publish."""
+) -> Document:
+    """Judge the facts (and the probe's result, and the command's run) into a report that is safe to
+    publish, without the secrets of `environs`."""
     judged = judge(facts, probe_result, selection, run, catalogue)
     report = Report(
         tool_version=__version__,
@@ -194,7 +201,7 @@ def judged_report(
         run=run,
         diagnosis=judged.diagnosis,
     )
-    return make_safe(report, environ, redact_paths)
+    return make_safe(report, environs, redact_paths)
 
 
 def read_report(path: Path) -> Report:
@@ -205,9 +212,9 @@ def read_report(path: Path) -> Report:
     data = parsed_json(path)
     validate(data, source=str(path))
     try:
-        report = Report.from_json(data)
+        report = codec.decode(Report, data)
         if report.probe is not None:
-            ProbeResult.from_json(report.probe)
+            codec.decode(ProbeResult, report.probe)
     except (TypeError, KeyError, ValueError, AttributeError, RecursionError) as error:
         raise ReportReadError(f"{path} is not a usable envdoctor report: {type(error).__name__}: {error}") from None
     return report

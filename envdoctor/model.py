@@ -1,16 +1,18 @@
-"""The report model: what a run of the doctor found, as frozen, JSON-able dataclasses.
+"""The report model: what a run of the doctor found, as frozen dataclasses.
 
 Everything a renderer shows and everything `--from` re-judges lives here, so the JSON form is the
-contract with bug tickets: it is versioned (`SCHEMA_VERSION`) and validated against the schema that
-ships in `envdoctor/schema/`.
+contract with bug tickets: it is versioned (`SCHEMA_VERSION`), validated against the schema that
+ships in `envdoctor/schema/`, and written and read by `envdoctor.codec` from these fields alone.
 """
 
 from __future__ import annotations
 
 import enum
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Mapping, Optional, Tuple
+
+from envdoctor import codec
 
 SCHEMA_VERSION = "1.1"  # 1.1: the `diagnosis` section
 
@@ -55,6 +57,11 @@ POWERSHELL = "powershell"  # a command for Windows itself, as for WSL: not a lin
 REMEDY_KINDS = (SHELL, PYTHON, POWERSHELL)
 
 
+def kind_of(value: Any) -> str:
+    """A recorded remedy's kind; unknown, a shell line."""
+    return value if value in REMEDY_KINDS else SHELL
+
+
 @dataclass(frozen=True)
 class Remedy:
     """One concrete step: a sentence, and where there is one, the exact command or setting. `kind`
@@ -63,23 +70,7 @@ class Remedy:
 
     summary: str
     command: Optional[str] = None
-    kind: str = SHELL
-
-    def to_json(self) -> dict:
-        """The kind is written only where it is not a shell line, so reports read as before by older readers."""
-        data: dict = {"summary": self.summary, "command": self.command}
-        if self.kind != SHELL:
-            data["kind"] = self.kind
-        return data
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> "Remedy":
-        return cls(summary=data["summary"], command=data.get("command"), kind=kind_of(data.get("kind")))
-
-
-def kind_of(value: Any) -> str:
-    """A recorded remedy's kind; absent (reports written before kinds existed) or unknown, a shell line."""
-    return value if value in REMEDY_KINDS else SHELL
+    kind: str = codec.field(SHELL, omit_default=True, read=kind_of)  # a shell line's kind is not written, so older readers read the report as before; absent, a shell line
 
 
 @dataclass(frozen=True)
@@ -90,36 +81,13 @@ class Finding:
     severity: Severity
     title: str
     explanation: str = ""
-    evidence: Mapping[str, Any] = field(default_factory=dict)
+    evidence: Mapping[str, Any] = codec.field(default_factory=dict, read=dict)
     remedies: Tuple[Remedy, ...] = ()
     references: Tuple[str, ...] = ()
 
     @property
     def domain(self) -> str:
         return self.id.split(".", 1)[0]
-
-    def to_json(self) -> dict:
-        return {
-            "id": self.id,
-            "severity": self.severity.value,
-            "title": self.title,
-            "explanation": self.explanation,
-            "evidence": dict(self.evidence),
-            "remedies": [r.to_json() for r in self.remedies],
-            "references": list(self.references),
-        }
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> "Finding":
-        return cls(
-            id=data["id"],
-            severity=Severity(data["severity"]),
-            title=data["title"],
-            explanation=data.get("explanation", ""),
-            evidence=dict(data.get("evidence", {})),
-            remedies=tuple(Remedy.from_json(r) for r in data.get("remedies", ())),
-            references=tuple(data.get("references", ())),
-        )
 
 
 NOT_RECORDED = "no {} facts were recorded"
@@ -132,7 +100,7 @@ class CheckRun:
 
     id: str
     status: CheckStatus
-    duration_ms: float
+    duration_ms: float = codec.field(places=3)
     reason: str = ""
 
     @property
@@ -141,25 +109,13 @@ class CheckRun:
         part the user did not ask for, not a gap in what was asked."""
         return self.status is CheckStatus.SKIPPED and NOT_RECORDED_PATTERN.fullmatch(self.reason) is not None
 
-    def to_json(self) -> dict:
-        return {
-            "id": self.id,
-            "status": self.status.value,
-            "duration_ms": round(self.duration_ms, 3),
-            "reason": self.reason,
-        }
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> "CheckRun":
-        return cls(
-            id=data["id"],
-            status=CheckStatus(data["status"]),
-            duration_ms=float(data["duration_ms"]),
-            reason=data.get("reason", ""),
-        )
-
 
 CONFIDENCES = ("confirmed", "likely", "possible", "none")
+
+
+def confidence_of(value: Any) -> str:
+    """A recorded cause's confidence; absent or one this version does not know, only possible."""
+    return value if value in CONFIDENCES else "possible"
 
 
 @dataclass(frozen=True)
@@ -173,37 +129,15 @@ class Cause:
     known fits, and the remedy is the next step to learn more."""
 
     id: str
-    confidence: str
+    confidence: str = codec.field(read=confidence_of, absent=lambda cause: confidence_of(None))
     summary: str
-    evidence: Tuple[str, ...] = ()
+    evidence: Tuple[str, ...] = codec.field((), read=codec.texts)
     remedy: Optional[Remedy] = None
     rule: str = ""
 
     @property
     def rank(self) -> int:
         return CONFIDENCES.index(self.confidence)
-
-    def to_json(self) -> dict:
-        return {
-            "id": self.id,
-            "confidence": self.confidence,
-            "summary": self.summary,
-            "evidence": list(self.evidence),
-            "remedy": None if self.remedy is None else self.remedy.to_json(),
-            "rule": self.rule,
-        }
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> "Cause":
-        remedy = data.get("remedy")
-        return cls(
-            id=data["id"],
-            confidence=data["confidence"] if data.get("confidence") in CONFIDENCES else "possible",
-            summary=data["summary"],
-            evidence=tuple(str(e) for e in data.get("evidence", ())),
-            remedy=None if remedy is None else Remedy.from_json(remedy),
-            rule=data.get("rule", ""),
-        )
 
 
 @dataclass(frozen=True)
@@ -215,47 +149,17 @@ class Report:
     `diagnosis` ranks the findings that explain a failure, most likely cause first.
     """
 
-    tool_version: str
+    tool_version: str = codec.field(key="tool", write=lambda version: {"name": "envdoctor", "version": version}, read=lambda tool: tool["version"])
     created: str
     target_python: str
     facts: Mapping[str, Any]
     findings: Tuple[Finding, ...] = ()
     checks: Tuple[CheckRun, ...] = ()
     probe: Optional[Mapping[str, Any]] = None
-    timings_ms: Mapping[str, float] = field(default_factory=dict)
+    timings_ms: Mapping[str, float] = codec.field(default_factory=dict, places=3)
     schema_version: str = SCHEMA_VERSION
-    run: Optional[Mapping[str, Any]] = None
+    run: Optional[Mapping[str, Any]] = codec.field(None, omit_default=True)  # written only by `envdoctor run`
     diagnosis: Tuple[Cause, ...] = ()
 
-    def to_json(self) -> dict:
-        data = {
-            "schema_version": self.schema_version,
-            "tool": {"name": "envdoctor", "version": self.tool_version},
-            "created": self.created,
-            "target_python": self.target_python,
-            "facts": dict(self.facts),
-            "diagnosis": [c.to_json() for c in self.diagnosis],
-            "findings": [f.to_json() for f in self.findings],
-            "checks": [c.to_json() for c in self.checks],
-            "probe": None if self.probe is None else dict(self.probe),
-            "timings_ms": {k: round(v, 3) for k, v in self.timings_ms.items()},
-        }
-        if self.run is not None:
-            data["run"] = dict(self.run)
-        return data
+    json_order = ("schema_version", "tool_version", "created", "target_python", "facts", "diagnosis", "findings", "checks", "probe", "timings_ms", "run")
 
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> "Report":
-        return cls(
-            schema_version=data["schema_version"],
-            tool_version=data["tool"]["version"],
-            created=data["created"],
-            target_python=data["target_python"],
-            facts=data["facts"],
-            findings=tuple(Finding.from_json(f) for f in data.get("findings", ())),
-            checks=tuple(CheckRun.from_json(c) for c in data.get("checks", ())),
-            probe=data.get("probe"),
-            timings_ms=dict(data.get("timings_ms", {})),
-            run=data.get("run"),
-            diagnosis=tuple(Cause.from_json(c) for c in data.get("diagnosis", ())),
-        )

@@ -44,9 +44,9 @@ def is_secret_name(name: str) -> bool:
     return bool(SECRET_NAME.search(name))
 
 
-def secret_values(environ: Mapping[str, str]) -> list:
-    """Values of secret-looking variables, longest first so overlapping secrets are fully removed."""
-    values = {v for k, v in environ.items() if is_secret_name(k) and len(v) >= MIN_SECRET_LENGTH}
+def secret_values(*environs: Mapping[str, str]) -> list:
+    """Values of secret-looking variables of every environment, longest first so overlapping secrets are fully removed."""
+    values = {v for environ in environs for k, v in environ.items() if is_secret_name(k) and len(v) >= MIN_SECRET_LENGTH}
     return sorted(values, key=len, reverse=True)
 
 

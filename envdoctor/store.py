@@ -11,9 +11,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Union
 
-from envdoctor import document
+from envdoctor.document import Document
 from envdoctor.errors import UsageError
-from envdoctor.model import Report
 
 PRIVATE_FILE = 0o600
 PRIVATE_FOLDER = 0o700
@@ -37,12 +36,12 @@ def write_private(path: Path, content: Union[str, bytes]) -> None:
         stream.write(data)
 
 
-def save_report(report: Report, directory: Path, prefix: str = "envdoctor") -> Path:
+def save_report(document: Document, directory: Path, prefix: str = "envdoctor") -> Path:
     """Write the JSON report into `directory` (created if needed) and return its path."""
     try:
         private_folder(directory)
         path = directory / report_name(prefix)
-        write_private(path, document.render(report))
+        write_private(path, document.text)
     except OSError as error:
         raise UsageError(f"cannot save the report in {directory}: {error.strerror or error}") from None
     return path

@@ -217,12 +217,13 @@ def judge_recorded(report: Path, only: IdsOrNames = (), skip: IdsOrNames = (), r
     A check that crashed or was skipped for want of facts gives no finding, just as a check that found
     nothing: so every check `ran` names (ids or domains, by default `only`) must have found or passed,
     except those `skipped` names, which must have been skipped; and no check may have crashed."""
-    from envdoctor import document, engine
+    from envdoctor import engine
+    from envdoctor.document import Document
 
     selection = engine.Selection(only=names(only), skip=names(skip))
     if ran is None and not selection.only:
         raise TypeError("name the checks whose verdict the test reads: only= or ran= (ran=() when none)")
-    judged = json.loads(document.render(engine.rejudge(engine.read_report(Path(report)), selection)))
+    judged = json.loads(Document.of(engine.rejudge(engine.read_report(Path(report)), selection)).text)
     assert_checks_ran(judged, only if ran is None else ran, skip, skipped)
     return judged
 

@@ -15,9 +15,9 @@ from typing import List, Mapping, Optional, Sequence, Tuple
 from envdoctor import engine
 from envdoctor.capture import chart, opened
 from envdoctor.capture.render import markdown_report
+from envdoctor.document import Document
 from envdoctor.errors import UsageError
 from envdoctor.knowledge.errors import known_errors
-from envdoctor.model import Report
 from envdoctor.store import save_report, write_private
 
 PYTHON_NAMES = ("python", "pypy")
@@ -71,18 +71,19 @@ class EnvironmentFacts:
             return None
 
 
-def crash_report(run: dict, environ: Mapping[str, str], early: Optional[EnvironmentFacts] = None) -> Report:
+def crash_report(run: dict, environ: Mapping[str, str], early: Optional[EnvironmentFacts] = None) -> Document:
     """The run judged, by one runner, with what `check` finds (no probe ladder) for the interpreter and
-    environment the program really had, and with the model files it opened."""
+    environment the program really had, and with the model files it opened; without the secrets of
+    that environment and of the doctor's own `environ`."""
     python, real = program_interpreter(run), opened.real_environment(run, environ)
     gathered = early.matching(python, real) if early is not None else None
-    report = engine.diagnose(python, engine.Selection(), environ=real, run=run, models=opened.opened_models(run), gathered=gathered)
-    return engine.make_safe(report, environ, redact_paths=True)
+    return engine.diagnose(python, engine.Selection(), environ=real, run=run, models=opened.opened_models(run), gathered=gathered, secrets_also_in=(environ,))
 
 
-def save(report: Report, directory: Path) -> List[Path]:
+def save(document: Document, directory: Path) -> List[Path]:
     """JSON, Markdown and (when memory was sampled) the PNG timeline, side by side."""
-    saved = [save_report(report, directory, prefix="crash")]
+    report = document.report
+    saved = [save_report(document, directory, prefix="crash")]
     stem = saved[0].with_suffix("")
     picture = chart.picture(report.run)
     picture_name = None

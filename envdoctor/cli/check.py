@@ -18,6 +18,7 @@ from envdoctor.cli.options import emit, output_options, resolve_python
 from envdoctor.cli.params import DAY_S, Seconds
 from envdoctor.cli.stdout import note
 from envdoctor.collect.imports import DEFAULT_MODULE_TIMEOUT_S, ImportOptions
+from envdoctor.document import Document
 from envdoctor.errors import UsageError
 from envdoctor.model import Severity
 from envdoctor.probe.progress import ProgressPrinter
@@ -70,12 +71,12 @@ def probe_options(timeout: float) -> ProbeOptions:
     return ProbeOptions(timeout_s=timeout, on_event=ProgressPrinter(lambda text: click.echo(text, err=True, nl=False), live=live))
 
 
-def saved(report, report_dir: Optional[Path]) -> None:
+def saved(document: Document, report_dir: Optional[Path]) -> None:
     """Save the report before anything is shown, so an unwritable stdout cannot lose it. The
     automatic ./reports save that fails (a read-only working directory) is a warning, not a failed
     check; a --report-dir the user named that cannot take it is an error."""
     try:
-        path = save_report(report, report_dir or DEFAULT_REPORT_DIR)
+        path = save_report(document, report_dir or DEFAULT_REPORT_DIR)
     except UsageError as error:
         if report_dir:
             raise
@@ -110,15 +111,15 @@ def check(python, json_out, markdown_out, report_dir, no_save, fail_on, only, sk
     selection = engine.Selection(only=split_ids(only), skip=split_ids(skip))
     catalogue = catalogue_for(policy_file, selection)
     if from_report:
-        report = engine.rejudge(engine.read_report(Path(from_report)), selection, catalogue)
+        document = Document.of(engine.rejudge(engine.read_report(Path(from_report)), selection, catalogue))
     else:
         probe = None if no_probe or not selects_probe(catalogue, selection) else probe_options(probe_timeout)
         import_options = ImportOptions(module_timeout_s=import_timeout) if imports else None
-        report = engine.diagnose(resolve_python(python), selection, redact_paths=not no_redact, probe=probe, models=models, imports=import_options, catalogue=catalogue)
+        document = engine.diagnose(resolve_python(python), selection, redact_paths=not no_redact, probe=probe, models=models, imports=import_options, catalogue=catalogue)
     if not no_save and (report_dir or not from_report):
-        saved(report, report_dir)
-    emit(ReportRenderer(report), json_out, markdown_out, verbose)
-    failing = engine.at_or_above(report.findings, Severity(fail_on))
+        saved(document, report_dir)
+    emit(ReportRenderer(document), json_out, markdown_out, verbose)
+    failing = engine.at_or_above(document.report.findings, Severity(fail_on))
     return EXIT_FINDINGS if failing else EXIT_OK
 
 

@@ -27,9 +27,9 @@ from envdoctor.sb3.sanitize import sanitize
 def inspect_command(model, python, json_out, markdown_out, fail_on, verbose) -> int:
     """Read an SB3 model zip without running it: who saved it, what each pickled entry holds, and what
     loading it here would do."""
-    report = engine.inspect_models(resolve_python(python), [model])
-    emit(ModelsRenderer(report), json_out, markdown_out, verbose)
-    return EXIT_FINDINGS if engine.at_or_above(report.findings, Severity(fail_on)) else EXIT_OK
+    document = engine.inspect_models(resolve_python(python), [model])
+    emit(ModelsRenderer(document), json_out, markdown_out, verbose)
+    return EXIT_FINDINGS if engine.at_or_above(document.report.findings, Severity(fail_on)) else EXIT_OK
 
 
 def schedule_number(ctx, param, value):

@@ -24,11 +24,11 @@ from envdoctor.facts.run_describe import aftermath
 DEFAULT_REPORT_DIR = Path("reports")
 
 
-def save_or_warn(report, directory: Path) -> List[Path]:
+def save_or_warn(document, directory: Path) -> List[Path]:
     """The saved crash report's files; a report that cannot be saved is a warning, never the command's
     exit status, which stays the command's own."""
     try:
-        return save(report, directory)
+        return save(document, directory)
     except UsageError as error:
         click.echo(f"envdoctor: warning: {error}; the crash report is only shown here", err=True)
         return []
@@ -70,9 +70,9 @@ def run(report_dir, under_gdb, hang_timeout, sample_interval, always_report, bis
     if bisect and end["kind"] in record.ABNORMAL:
         bisected(run_section)
     if end["kind"] in record.ABNORMAL or always_report:
-        report = crash_report(run_section, os.environ, early)
-        saved = save_or_warn(report, report_dir or DEFAULT_REPORT_DIR)
-        shown = CrashRenderer(report, tuple(str(p) for p in saved))
+        document = crash_report(run_section, os.environ, early)
+        saved = save_or_warn(document, report_dir or DEFAULT_REPORT_DIR)
+        shown = CrashRenderer(document, tuple(str(p) for p in saved))
         click.echo(shown.terminal(color=sys.stderr.isatty() and not os.environ.get("NO_COLOR")), nl=False, err=True)
     else:
         click.echo(one_line(run_section), err=True)

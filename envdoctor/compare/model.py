@@ -1,6 +1,7 @@
 """What comparing two reports yields: ranked differences, the collapsed rest, and one-sided findings.
 
-Frozen and JSON-able like the report itself, so `diff --json` is as attachable to a ticket as a report.
+Frozen and written by the report's codec like the report itself, so `diff --json` is as attachable to a
+ticket as a report.
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ import enum
 from dataclasses import dataclass
 from typing import Optional, Tuple
 
+from envdoctor import codec
 from envdoctor.model import Finding
 
 
@@ -35,9 +37,6 @@ class Difference:
     impact: Impact
     why: str
 
-    def to_json(self) -> dict:
-        return {"aspect": self.aspect, "label": self.label, "a": self.a, "b": self.b, "impact": self.impact.value, "why": self.why}
-
 
 @dataclass(frozen=True)
 class Uncompared:
@@ -46,9 +45,6 @@ class Uncompared:
     aspect: str
     label: str
     reason: str
-
-    def to_json(self) -> dict:
-        return {"aspect": self.aspect, "label": self.label, "reason": self.reason}
 
 
 @dataclass(frozen=True)
@@ -60,9 +56,6 @@ class Change:
     a: Optional[str]
     b: Optional[str]
 
-    def to_json(self) -> dict:
-        return {"group": self.group, "name": self.name, "a": self.a, "b": self.b}
-
 
 @dataclass(frozen=True)
 class Regraded:
@@ -72,6 +65,7 @@ class Regraded:
     b: Finding
 
     def to_json(self) -> dict:
+        """Written as one line of a table, not as two findings: the id, each side's severity, B's title."""
         return {"id": self.a.id, "a": self.a.severity.value, "b": self.b.severity.value, "title": self.b.title}
 
 
@@ -84,9 +78,6 @@ class Side:
     python: str
     tool_version: str
 
-    def to_json(self) -> dict:
-        return {"name": self.name, "created": self.created, "python": self.python, "tool_version": self.tool_version}
-
 
 @dataclass(frozen=True)
 class Comparison:
@@ -94,26 +85,15 @@ class Comparison:
 
     a: Side
     b: Side
-    ranked: Tuple[Difference, ...]
-    rest: Tuple[Change, ...]
-    uncompared: Tuple[Uncompared, ...]
-    only_a: Tuple[Finding, ...]
-    only_b: Tuple[Finding, ...]
-    regraded: Tuple[Regraded, ...]
+    ranked: Tuple[Difference, ...] = codec.field(key="differences")
+    rest: Tuple[Change, ...] = codec.field(key="other_differences")
+    uncompared: Tuple[Uncompared, ...] = codec.field(key="not_compared")
+    only_a: Tuple[Finding, ...] = codec.field(key="findings_only_in_a")
+    only_b: Tuple[Finding, ...] = codec.field(key="findings_only_in_b")
+    regraded: Tuple[Regraded, ...] = codec.field(key="findings_with_other_severity", write=lambda regraded: [r.to_json() for r in regraded])
 
     @property
     def matters(self) -> bool:
         """Whether anything that could explain "works on A, crashes on B" was found."""
         return bool(self.ranked or self.only_a or self.only_b or self.regraded)
 
-    def to_json(self) -> dict:
-        return {
-            "a": self.a.to_json(),
-            "b": self.b.to_json(),
-            "differences": [d.to_json() for d in self.ranked],
-            "other_differences": [c.to_json() for c in self.rest],
-            "not_compared": [u.to_json() for u in self.uncompared],
-            "findings_only_in_a": [f.to_json() for f in self.only_a],
-            "findings_only_in_b": [f.to_json() for f in self.only_b],
-            "findings_with_other_severity": [r.to_json() for r in self.regraded],
-        }

@@ -14,6 +14,7 @@ from typing import Iterable, Optional
 from rich.console import Console
 from rich.text import Text
 
+from envdoctor import codec
 from envdoctor.compare.model import Change, Comparison, Difference, Impact
 from envdoctor.escape import escaped
 from envdoctor.model import Finding, Severity
@@ -53,7 +54,7 @@ def headline(comparison: Comparison) -> str:
 
 
 def json(comparison: Comparison) -> str:
-    return jsonlib.dumps(comparison.to_json(), indent=2) + "\n"
+    return jsonlib.dumps(codec.encode(comparison), indent=2) + "\n"
 
 
 def difference_block(console: Console, difference: Difference) -> None:

@@ -1,9 +1,10 @@
-"""The probe ladder's recorded result as a view: probe/result.ProbeResult, read through its own from_json."""
+"""The probe ladder's recorded result as a view: probe/result.ProbeResult, read by the report's codec."""
 
 from __future__ import annotations
 
 from typing import Any, List, Mapping, Optional, Union
 
+from envdoctor import codec
 from envdoctor.facts import RawFacts, Unrecorded, UnusableFacts, read, shaped
 from envdoctor.probe.result import ProbeResult
 
@@ -17,7 +18,7 @@ class Probe:
     def from_json(section: Mapping[str, Any]) -> Union[ProbeResult, Unrecorded]:
         if not section:
             return Unrecorded("no probe facts in the report", Probe.SECTION)
-        return shaped(Probe.SECTION, lambda: ProbeResult.from_json(section))
+        return shaped(Probe.SECTION, lambda: codec.decode(ProbeResult, section))
 
 
 def probe_of(facts: RawFacts) -> Optional[ProbeResult]:

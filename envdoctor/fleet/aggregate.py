@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
+from envdoctor import codec
 from envdoctor.compare.aspects import ASPECTS, compare_aspect
 from envdoctor.compare.model import Difference, Impact
 from envdoctor.compare.readers import Value
@@ -77,7 +78,7 @@ class NodeView:
             "name": self.name,
             "about": dict(self.about),
             "error": self.error,
-            "deviations": [d.to_json() for d in self.deviations],
+            "deviations": codec.encode(self.deviations),
             "rare_findings": [f.to_json() for f in self.rare_findings],
             "policy_findings": [f.to_json() for f in self.policy],
         }

@@ -13,6 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from typing import Mapping, Optional, Tuple
 
+from envdoctor import codec
 from envdoctor.cpus import workers
 from envdoctor.probe import ladder
 from envdoctor.probe.result import Bisection, Outcome, ProbeResult, StageResult, VariationResult
@@ -73,7 +74,7 @@ def bisect(result: ProbeResult, environ: Mapping[str, str], options: ProbeOption
         run = run_ladder(result.python, variation.apply(environ), options, until=failed.id)
         outcome, summary = judge(run, failed)
         tried = VariationResult(variation.name, variation.command(), outcome, summary, run.duration_s)
-        notify(options, "variation", **tried.to_json())
+        notify(options, "variation", **codec.encode(tried))
         return tried
 
     with ThreadPoolExecutor(max_workers=workers(len(candidates))) as pool:

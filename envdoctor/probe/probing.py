@@ -8,6 +8,7 @@ pure checks in checks/probe.py, so `check --from` re-judges a recorded probe.
 
 from typing import Mapping
 
+from envdoctor import codec
 from envdoctor.proc import children
 from envdoctor.probe.bisection import bisect, worth_bisecting
 from envdoctor.probe.runner import ProbeOptions, run_ladder
@@ -17,10 +18,10 @@ def run_probe(python: str, environ: Mapping[str, str], options: ProbeOptions = P
     """The probe's JSON-able result: the ladder and, when a stage crashed, its bisection."""
     result = run_ladder(python, environ, options, on_event=options.on_event)
     if children.interrupted():  # Ctrl-C killed the ladder: its ending says nothing about the stack
-        return result.to_json()
+        return codec.encode(result)
     if result.fatal and options.on_event:
         options.on_event({"event": "died", "stage": result.fatal.id, "status": result.fatal.status.value, "reason": result.fatal.reason})
     if result.fatal and options.bisect and worth_bisecting(result.fatal):
         result = bisect(result, environ, options)
-    return result.to_json()
+    return codec.encode(result)
 

@@ -1,14 +1,17 @@
 """The probe's result: how every stage ended, how the process ended, and what bisection found.
 
-Frozen dataclasses with enums for statuses, turned into plain JSON for `Report.probe`; checks read
-them back with `ProbeResult.from_json`, so a recorded probe is judged exactly like a fresh one.
+Frozen dataclasses with enums for statuses, turned into plain JSON for `Report.probe` by
+`envdoctor.codec`; checks read them back with `codec.decode(ProbeResult, ...)`, so a recorded probe is
+judged exactly like a fresh one.
 """
 
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Mapping, Optional, Tuple
+
+from envdoctor import codec
 
 
 class StageStatus(enum.Enum):
@@ -69,11 +72,11 @@ class StageResult:
     ({signal, returncode, fatal_error, timeout_after, frames, threads})."""
 
     id: str
-    title: str
+    title: str = codec.field(absent=lambda stage: stage["id"])  # reports of the first versions named a stage by its id alone
     status: StageStatus
-    duration_s: float = 0.0
+    duration_s: float = codec.field(0.0, places=4)
     reason: str = ""
-    details: Mapping[str, Any] = field(default_factory=dict)
+    details: Mapping[str, Any] = codec.field(default_factory=dict, read=lambda details: details or {})
     error: Optional[Mapping[str, Any]] = None
     crash: Optional[Mapping[str, Any]] = None
 
@@ -82,31 +85,6 @@ class StageResult:
         """What identifies this failure when comparing runs: the stage, the status, the signal or exception type."""
         kind = (self.crash or {}).get("signal") or (self.error or {}).get("type")
         return (self.id, self.status, kind)
-
-    def to_json(self) -> dict:
-        return {
-            "id": self.id,
-            "title": self.title,
-            "status": self.status.value,
-            "duration_s": round(self.duration_s, 4),
-            "reason": self.reason,
-            "details": dict(self.details),
-            "error": None if self.error is None else dict(self.error),
-            "crash": None if self.crash is None else dict(self.crash),
-        }
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> "StageResult":
-        return cls(
-            id=data["id"],
-            title=data.get("title", data["id"]),
-            status=StageStatus(data["status"]),
-            duration_s=float(data.get("duration_s", 0.0)),
-            reason=data.get("reason", ""),
-            details=data.get("details") or {},
-            error=data.get("error"),
-            crash=data.get("crash"),
-        )
 
 
 @dataclass(frozen=True)
@@ -117,14 +95,7 @@ class VariationResult:
     command: str
     outcome: Outcome
     summary: str = ""
-    duration_s: float = 0.0
-
-    def to_json(self) -> dict:
-        return {"name": self.name, "command": self.command, "outcome": self.outcome.value, "summary": self.summary, "duration_s": round(self.duration_s, 3)}
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> "VariationResult":
-        return cls(data["name"], data["command"], Outcome(data["outcome"]), data.get("summary", ""), float(data.get("duration_s", 0.0)))
+    duration_s: float = codec.field(0.0, places=3)
 
 
 @dataclass(frozen=True)
@@ -134,18 +105,11 @@ class Bisection:
     stage: str
     failure: str
     variations: Tuple[VariationResult, ...]
-    duration_s: float = 0.0
+    duration_s: float = codec.field(0.0, places=3)
 
     @property
     def passing(self) -> Tuple[VariationResult, ...]:
         return tuple(v for v in self.variations if v.outcome is Outcome.PASSED)
-
-    def to_json(self) -> dict:
-        return {"stage": self.stage, "failure": self.failure, "variations": [v.to_json() for v in self.variations], "duration_s": round(self.duration_s, 3)}
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> "Bisection":
-        return cls(data["stage"], data["failure"], tuple(VariationResult.from_json(v) for v in data["variations"]), float(data.get("duration_s", 0.0)))
 
 
 @dataclass(frozen=True)
@@ -155,12 +119,15 @@ class ProbeResult:
     python: str
     ending: Ending
     stages: Tuple[StageResult, ...]
-    duration_s: float
+    duration_s: float = codec.field(places=3)
     returncode: Optional[int] = None
     signal: Optional[str] = None
     output_tail: str = ""
     bisection: Optional[Bisection] = None
-    library_messages: Tuple[str, ...] = ()  # what the native libraries said of their settings (libgomp's "Invalid value ...")
+    # what the native libraries said of their settings (libgomp's "Invalid value ..."); null in a report, none
+    library_messages: Tuple[str, ...] = codec.field((), read=lambda messages: codec.texts(messages or ()))
+
+    json_order = ("python", "ending", "returncode", "signal", "duration_s", "stages", "output_tail", "library_messages", "bisection")
 
     @property
     def failures(self) -> Tuple[StageResult, ...]:
@@ -173,31 +140,3 @@ class ProbeResult:
 
     def stage(self, stage_id: str) -> Optional[StageResult]:
         return next((s for s in self.stages if s.id == stage_id), None)
-
-    def to_json(self) -> dict:
-        return {
-            "python": self.python,
-            "ending": self.ending.value,
-            "returncode": self.returncode,
-            "signal": self.signal,
-            "duration_s": round(self.duration_s, 3),
-            "stages": [s.to_json() for s in self.stages],
-            "output_tail": self.output_tail,
-            "library_messages": list(self.library_messages),
-            "bisection": None if self.bisection is None else self.bisection.to_json(),
-        }
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> "ProbeResult":
-        bisection = data.get("bisection")
-        return cls(
-            python=data["python"],
-            ending=Ending(data["ending"]),
-            stages=tuple(StageResult.from_json(s) for s in data["stages"]),
-            duration_s=float(data["duration_s"]),
-            returncode=data.get("returncode"),
-            signal=data.get("signal"),
-            output_tail=data.get("output_tail", ""),
-            bisection=None if bisection is None else Bisection.from_json(bisection),
-            library_messages=tuple(str(m) for m in data.get("library_messages") or ()),
-        )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import List, Mapping, Optional, Tuple
 
+from envdoctor import codec
 from envdoctor.crash import stacks
 from envdoctor.probe.result import Ending, ProbeResult, StageResult, StageStatus
 
@@ -25,7 +26,7 @@ def note(stage: StageResult) -> str:
 
 def rows(probe: Mapping) -> List[Tuple[StageStatus, str, str, str]]:
     """(status, stage title, time, note) per stage; no time for stages that did not run."""
-    result = ProbeResult.from_json(probe)
+    result = codec.decode(ProbeResult, probe)
     return [
         (s.status, s.title, f"{s.duration_s:.2f} s" if s.status not in (StageStatus.SKIPPED, StageStatus.NOT_RUN) else "", note(s))
         for s in result.stages
@@ -34,7 +35,7 @@ def rows(probe: Mapping) -> List[Tuple[StageStatus, str, str, str]]:
 
 def summary(probe: Mapping) -> str:
     """e.g. "completed in 6.2 s" or "crashed in import torch (killed by SIGSEGV) after 1.4 s"."""
-    result = ProbeResult.from_json(probe)
+    result = codec.decode(ProbeResult, probe)
     fatal = result.fatal
     if fatal:
         return f"{fatal.status.value} in {fatal.title} ({fatal.reason}) after {result.duration_s:.1f} s"
@@ -46,7 +47,7 @@ def summary(probe: Mapping) -> str:
 
 def bisection_rows(probe: Mapping) -> Optional[List[Tuple[str, str, str]]]:
     """(setting, outcome, what happened) per variation, or None when no bisection ran."""
-    bisection = ProbeResult.from_json(probe).bisection
+    bisection = codec.decode(ProbeResult, probe).bisection
     if bisection is None:
         return None
     return [(v.command, v.outcome.value, v.summary) for v in bisection.variations]

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol
 
-from envdoctor import document
+from envdoctor.document import Document
 from envdoctor.model import Report
 from envdoctor.render import markdown, terminal
 
@@ -27,9 +27,14 @@ class DocumentRenderer(Renderer, Protocol):
 
 @dataclass(frozen=True)
 class ReportRenderer:
-    """`envdoctor check`'s report: the domains and their findings, Markdown for an issue, the JSON report."""
+    """`envdoctor check`'s report: the domains and their findings, Markdown for an issue, the JSON report
+    as the document's one text (the saved file's too)."""
 
-    report: Report
+    document: Document
+
+    @property
+    def report(self) -> Report:
+        return self.document.report
 
     def terminal(self, verbose: bool = False, color: bool = False) -> str:
         return terminal.render(self.report, verbose=verbose, color=color)
@@ -38,4 +43,4 @@ class ReportRenderer:
         return markdown.render(self.report)
 
     def json(self) -> str:
-        return document.render(self.report)
+        return self.document.text

@@ -9,6 +9,7 @@ from conftest import REPO
 from envdoctor import engine
 from envdoctor.catalogue import Catalogue, find
 from envdoctor.checks import Check
+from envdoctor.codec import encode
 from envdoctor.model import Cause, Finding, Severity
 
 REPORT = REPO / "tests" / "data" / "reports" / "h100-cu130.json"
@@ -84,8 +85,8 @@ def test_free_space_is_measured_only_for_a_selected_rule_that_reads_it(tmp_path,
     monkeypatch.chdir(tmp_path)
     reads_disk = Check("lab.free-space", "reads the disk section", ("disk",), lambda facts: ())
     catalogue = Catalogue(checks=find().checks, plugins=(reads_disk,))
-    plain = engine.diagnose(sys.executable, engine.Selection(skip=("lab",)), catalogue=catalogue)
+    plain = engine.diagnose(sys.executable, engine.Selection(skip=("lab",)), catalogue=catalogue).report
     assert "disk" not in plain.facts and "collect.disk" not in plain.timings_ms
-    measured = engine.diagnose(sys.executable, engine.Selection(only=("lab",)), catalogue=catalogue)
+    measured = engine.diagnose(sys.executable, engine.Selection(only=("lab",)), catalogue=catalogue).report
     assert [folder["path"] for folder in measured.facts["disk"]["folders"]] == [str(tmp_path)]
-    assert {"id": "lab.free-space", "status": "passed"}.items() <= measured.checks[0].to_json().items()
+    assert {"id": "lab.free-space", "status": "passed"}.items() <= encode(measured.checks[0]).items()

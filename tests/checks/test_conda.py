@@ -17,6 +17,7 @@ import pytest
 
 from conftest import assert_checks_ran, changed_report, findings_by_id, run_envdoctor
 from envdoctor import engine
+from envdoctor.codec import encode
 from envdoctor.collect.elf import read_versions
 from envdoctor.probe.result import Ending, ProbeResult, StageResult, StageStatus
 
@@ -444,7 +445,7 @@ def test_conda_openmp_names_the_runtimes_the_probe_saw_loaded(mapush_env):
     loaded = [{"user_api": "openmp", "prefix": "libiomp", "filepath": f"{mapush_env.prefix}/lib/libiomp5.so"},
               {"user_api": "openmp", "prefix": "libgomp", "filepath": f"{mapush_env.site}/torch/lib/libgomp-a34b3233.so.1"}]
     pools = StageResult("thread_pools", "thread pools", StageStatus.PASSED, 0.01, details={"openmp_runtimes": loaded})
-    probe = ProbeResult(str(mapush_env.python), Ending.COMPLETED, (pools,), 1.0).to_json()
+    probe = encode(ProbeResult(str(mapush_env.python), Ending.COMPLETED, (pools,), 1.0))
     judged = engine.judge(facts, probe, engine.Selection(only=("conda.openmp-mixed",)))
     [finding] = [f for f in judged.findings if f.id == "conda.openmp-mixed"]
     assert finding.evidence["probe_loaded"] == [r["filepath"] for r in loaded]

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from conftest import TEST_DATA, assert_checks_ran, changed_report, findings_by_id, run_envdoctor
+from envdoctor.codec import encode
 from envdoctor.probe import ladder
 from envdoctor.probe.probing import run_probe
 from envdoctor.probe.runner import DEFAULT_TIMEOUT_S, ProbeOptions, ladder_argv, run_ladder
@@ -46,7 +47,7 @@ def clamped_probe() -> dict:
     """A real ladder up to the thread pools under OMP_NUM_THREADS=64: what the libraries really started."""
     result = run_ladder(sys.executable, clean_environ(OMP_NUM_THREADS="64"), ProbeOptions(), until="thread_pools")
     assert not result.failures, result
-    return result.to_json()
+    return encode(result)
 
 
 def with_probe(source: Path, destination: Path, probe: dict, change=lambda facts: None) -> Path:

@@ -27,6 +27,8 @@ from click.testing import CliRunner
 
 from envdoctor.capture.render import CrashRenderer, one_line
 from envdoctor.cli import cli
+from envdoctor.codec import decode
+from envdoctor.document import Document
 from envdoctor.engine import read_report
 from envdoctor.model import Report
 from envdoctor.render.view import ReportRenderer
@@ -57,11 +59,16 @@ def command(*args: str) -> str:
     return result.stdout
 
 
+def recorded(path: Path) -> Document:
+    """A recorded report as a command that read it shows it."""
+    return Document.of(read_report(path))
+
+
 def check_views(name: str, path: Path) -> Dict[str, Callable[[], str]]:
     return {
-        f"check-{name}.txt": lambda: ReportRenderer(read_report(path)).terminal(),
-        f"check-{name}-verbose.txt": lambda: ReportRenderer(read_report(path)).terminal(verbose=True),
-        f"check-{name}.md": lambda: ReportRenderer(read_report(path)).markdown(),
+        f"check-{name}.txt": lambda: ReportRenderer(recorded(path)).terminal(),
+        f"check-{name}-verbose.txt": lambda: ReportRenderer(recorded(path)).terminal(verbose=True),
+        f"check-{name}.md": lambda: ReportRenderer(recorded(path)).markdown(),
     }
 
 
@@ -85,14 +92,14 @@ def fix_views(name: str, *args: str) -> Dict[str, Callable[[], str]]:
 VIEWS: Dict[str, Callable[[], str]] = {
     **check_views("h100-cu130", SAMPLE),
     **check_views("v100-old-driver", OLD_DRIVER),
-    "check-v100-old-driver.json": lambda: ReportRenderer(read_report(OLD_DRIVER)).json(),
-    "inspect.txt": lambda: ModelsRenderer(read_report(INSPECTED)).terminal(),
-    "inspect-verbose.txt": lambda: ModelsRenderer(read_report(INSPECTED)).terminal(verbose=True),
-    "inspect.md": lambda: ModelsRenderer(read_report(INSPECTED)).markdown(),
-    "recorded/inspect-dangerous-model.json": lambda: ModelsRenderer(read_report(INSPECTED)).json(),
-    "run-crash.txt": lambda: CrashRenderer(read_report(CRASHED), CRASH_FILES).terminal(),
-    "run-crash.md": lambda: CrashRenderer(read_report(CRASHED), picture="crash-20261123-212752-5a0326.png").markdown(),
-    "recorded/run-segv-worker.json": lambda: CrashRenderer(read_report(CRASHED)).json(),
+    "check-v100-old-driver.json": lambda: ReportRenderer(recorded(OLD_DRIVER)).json(),
+    "inspect.txt": lambda: ModelsRenderer(recorded(INSPECTED)).terminal(),
+    "inspect-verbose.txt": lambda: ModelsRenderer(recorded(INSPECTED)).terminal(verbose=True),
+    "inspect.md": lambda: ModelsRenderer(recorded(INSPECTED)).markdown(),
+    "recorded/inspect-dangerous-model.json": lambda: ModelsRenderer(recorded(INSPECTED)).json(),
+    "run-crash.txt": lambda: CrashRenderer(recorded(CRASHED), CRASH_FILES).terminal(),
+    "run-crash.md": lambda: CrashRenderer(recorded(CRASHED), picture="crash-20261123-212752-5a0326.png").markdown(),
+    "recorded/run-segv-worker.json": lambda: CrashRenderer(recorded(CRASHED)).json(),
     "run-clean.txt": lambda: one_line(read_report(CRASHED).run) + "\n",
     **command_views("diff", "diff", f"{REPORTS}/h100-cu130.json", f"{REPORTS}/v100-old-driver.json"),
     **command_views("fleet", "fleet", "--reports", REPORTS, "--workers", "1"),
@@ -126,5 +133,5 @@ def test_a_zero_width_character_in_a_recorded_name_is_shown_escaped():
     would make two names look alike."""
     document = json.loads(INSPECTED.read_text(encoding="utf-8"))
     document["facts"]["models"]["files"][0]["members"][0]["name"] = "data\u200b"
-    shown = ModelsRenderer(Report.from_json(document)).terminal()
+    shown = ModelsRenderer(Document.of(decode(Report, document))).terminal()
     assert "  data\\u200b " in shown and "\u200b" not in shown

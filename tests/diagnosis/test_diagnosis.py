@@ -14,6 +14,7 @@ import pytest
 from conftest import SB3_DATA, assert_checks_ran, run_envdoctor
 from envdoctor import engine
 from envdoctor.checks import Check
+from envdoctor.codec import encode
 from envdoctor.diagnosis import LINKS
 from envdoctor.diagnosis.judge import link_and_rank
 from envdoctor.model import Finding, Severity
@@ -149,7 +150,7 @@ def crashing_probe(passing: str) -> dict:
         {"user_api": "openmp", "prefix": "libgomp", "filepath": "/venv/torch/lib/libgomp.so.1"}]})
     crashed = StageResult("learn", "a few learn steps", StageStatus.CRASHED, 2.0, crash={"signal": "SIGSEGV", "returncode": -11, "frames": []})
     bisection = Bisection("learn", "SIGSEGV", (VariationResult(passing, "export OMP_NUM_THREADS=1", Outcome.PASSED if passing != "mkl-gnu-threading" else Outcome.SAME), VariationResult("no-cuda", "export CUDA_VISIBLE_DEVICES=", Outcome.SAME)))
-    return ProbeResult("python", Ending.SIGNAL, (pools, crashed), 3.0, -11, "SIGSEGV", bisection=bisection).to_json()
+    return encode(ProbeResult("python", Ending.SIGNAL, (pools, crashed), 3.0, -11, "SIGSEGV", bisection=bisection))
 
 
 def test_check_ranks_the_probe_crash_bisection_and_static_findings_into_one_cause():
@@ -201,7 +202,7 @@ def test_a_recorded_report_without_a_diagnosis_still_reads_and_gets_one(tmp_path
     judged = engine.judge({}, None, engine.Selection(), recorded_run())
     from envdoctor.model import Report
 
-    old = Report("0.1.0", "2026-01-01T00:00:00+00:00", "python", {}, tuple(judged.findings), run=recorded_run(), schema_version="1.0").to_json()
+    old = encode(Report("0.1.0", "2026-01-01T00:00:00+00:00", "python", {}, tuple(judged.findings), run=recorded_run(), schema_version="1.0"))
     del old["diagnosis"]
     path = tmp_path / "old.json"
     path.write_text(json.dumps(old))

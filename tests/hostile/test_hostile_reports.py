@@ -405,10 +405,11 @@ def test_a_planted_link_is_not_written_through(tmp_path, monkeypatch):
     victim.write_text("keep")
     (tmp_path / "reports" / "fixed.json").symlink_to(victim)
     from envdoctor.errors import UsageError
+    from envdoctor.document import Document
     from helpers.reports import WSL2_REPORT
 
     with pytest.raises(UsageError, match="cannot save the report"):
-        store.save_report(WSL2_REPORT, tmp_path / "reports")
+        store.save_report(Document.of(WSL2_REPORT), tmp_path / "reports")
     assert victim.read_text() == "keep"
 
 

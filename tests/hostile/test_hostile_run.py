@@ -22,6 +22,7 @@ import psutil
 import pytest
 
 from conftest import run_envdoctor
+from envdoctor.codec import encode
 from envdoctor.proc import children
 from envdoctor.cli import main
 from envdoctor.cli.params import DAY_S, WEEK_S, Seconds
@@ -463,7 +464,7 @@ def test_a_probe_run_leaves_no_sb3_log_folder(tmp_path):
 
     scratch = tmp_path / "tmp"
     scratch.mkdir()
-    result = run_ladder(PY, {**os.environ, "TMPDIR": str(scratch)}, ProbeOptions(timeout_s=120, bisect=False), until="learn").to_json()
+    result = encode(run_ladder(PY, {**os.environ, "TMPDIR": str(scratch)}, ProbeOptions(timeout_s=120, bisect=False), until="learn"))
     assert {s["id"]: s["status"] for s in result["stages"]}["learn"] == "passed", result
     assert list(scratch.glob("SB3-*")) == []
 

@@ -20,6 +20,7 @@ import pytest
 
 from conftest import assert_checks_ran, interruptible
 from envdoctor import engine
+from envdoctor.codec import encode
 from envdoctor.probe.probing import run_probe
 from envdoctor.probe.runner import ProbeOptions, run_ladder
 
@@ -146,7 +147,7 @@ def test_a_stage_that_kills_its_parent_is_a_crash_of_that_stage_and_the_doctor_l
 
 
 def test_abort_is_a_sigabrt_crash_with_its_meaning(tmp_path):
-    probe = ladder_until(plant(tmp_path, "numpy", ABORT), "import_numpy").to_json()
+    probe = encode(ladder_until(plant(tmp_path, "numpy", ABORT), "import_numpy"))
     stage = probe["stages"][1]
     assert (stage["status"], stage["crash"]["signal"]) == ("crashed", "SIGABRT")
     assert stage["crash"]["frames"][0]["file"].endswith("planted_payload.py")
@@ -205,7 +206,7 @@ def test_ctrl_c_during_a_hung_stage_ends_the_ladder_and_skips_bisection(tmp_path
 
 @pytest.mark.slow
 def test_exception_is_classified_with_type_message_and_innermost_frame(tmp_path):
-    probe = ladder_until(plant(tmp_path, "numpy", RAISES), "import_torch").to_json()
+    probe = encode(ladder_until(plant(tmp_path, "numpy", RAISES), "import_torch"))
     stage = probe["stages"][1]
     assert probe["ending"] == "completed"
     assert stage["status"] == "failed"
@@ -222,7 +223,7 @@ def test_exception_is_classified_with_type_message_and_innermost_frame(tmp_path)
 def test_circular_import_names_package_version_and_cycle(tmp_path):
     environ = plant(tmp_path, "numpy", CIRCULAR)
     plant_cycle(tmp_path)
-    probe = ladder_until(environ, "import_numpy").to_json()
+    probe = encode(ladder_until(environ, "import_numpy"))
     error = probe["stages"][1]["error"]
     assert error["type"] == "ImportError"
     circular = error["circular_import"]

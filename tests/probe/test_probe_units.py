@@ -7,6 +7,7 @@ import sys
 import textwrap
 
 from envdoctor import engine
+from envdoctor.codec import encode
 from envdoctor.crash import tracebacks
 from envdoctor.probe import ladder
 from envdoctor.probe.result import Ending, ProbeResult, StageResult, StageStatus
@@ -64,7 +65,7 @@ def test_text_without_a_dump_parses_to_none():
 
 
 def probe_findings(*stages: StageResult) -> dict:
-    probe = ProbeResult("python", Ending.COMPLETED, stages, 1.0).to_json()
+    probe = encode(ProbeResult("python", Ending.COMPLETED, stages, 1.0))
     findings, runs, _, _ = engine.judge({}, probe, engine.Selection(only=("probe", "threads.multiple-openmp")))
     return {f.id: f for f in findings}
 

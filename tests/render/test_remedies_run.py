@@ -17,6 +17,7 @@ from conftest import REPO, run_envdoctor
 from envdoctor import engine
 from envdoctor.checks.run import crashed_finding
 from envdoctor.checks.run_hang import hung_finding
+from envdoctor.codec import decode, encode
 from envdoctor.escape import escape_control
 from envdoctor.model import PYTHON, SHELL, Finding, Remedy, Report
 from envdoctor.redact import scrub
@@ -33,7 +34,7 @@ HOSTILE_PYTHONS = (
 
 
 def recorded(path: Path) -> Report:
-    return Report.from_json(json.loads(path.read_text(encoding="utf-8")))
+    return decode(Report, json.loads(path.read_text(encoding="utf-8")))
 
 
 def mutated_facts(python: str) -> Report:
@@ -70,7 +71,7 @@ def generated_reports() -> Iterator[Report]:
     for env in ({}, {"OMP_NUM_THREADS": "64", "KMP_DUPLICATE_LIB_OK": "TRUE"}, {"LD_LIBRARY_PATH": "/usr/local/cuda-11.8/lib64:/a dir/lib", "PYTHONPATH": "/tmp/it's"}):
         result = run_envdoctor("check", "--no-probe", "--no-save", "--json", "-", env=env, child="PYTHONPATH" in env)  # it acts at start-up
         assert result.returncode in (0, 1), result
-        yield Report.from_json(result.json())
+        yield decode(Report, result.json())
 
 
 @pytest.fixture(scope="module")
@@ -161,10 +162,10 @@ def test_python_snippets_are_shown_as_python_not_after_a_prompt(reports):
 
 def test_a_remedy_kind_survives_json_and_old_reports_read_as_shell():
     snippet = Remedy("Disable pinning:", "DataLoader(..., pin_memory=False)", PYTHON)
-    assert Remedy.from_json(json.loads(json.dumps(snippet.to_json()))) == snippet
-    assert Remedy.from_json({"summary": "Unset it:", "command": "unset X"}).kind == SHELL
-    assert Remedy.from_json({"summary": "s", "command": "c", "kind": ["not", "a", "kind"]}).kind == SHELL
-    assert "kind" not in Remedy("Unset it:", "unset X").to_json()
+    assert decode(Remedy, json.loads(json.dumps(encode(snippet)))) == snippet
+    assert decode(Remedy, {"summary": "Unset it:", "command": "unset X"}).kind == SHELL
+    assert decode(Remedy, {"summary": "s", "command": "c", "kind": ["not", "a", "kind"]}).kind == SHELL
+    assert "kind" not in encode(Remedy("Unset it:", "unset X"))
 
 
 @pytest.mark.parametrize("path, redacted", [
@@ -197,5 +198,5 @@ def test_json_and_markdown_both_on_stdout_is_a_usage_error(tmp_path, command):
 def test_one_of_them_on_stdout_still_writes_both(tmp_path):
     result = run_envdoctor("check", "--no-probe", "--no-save", "--json", "-", "--markdown", "report.md", cwd=tmp_path)
     assert result.returncode in (0, 1), result
-    assert Report.from_json(result.json()).findings is not None
+    assert decode(Report, result.json()).findings is not None
     assert (tmp_path / "report.md").read_text(encoding="utf-8").startswith("## envdoctor report")

@@ -6,10 +6,12 @@ from pathlib import Path
 
 import pytest
 
-from envdoctor import document, engine
+from envdoctor import engine
 from envdoctor.capture.render import frame_lines
 from envdoctor.checks.run import crashed_finding
+from envdoctor.codec import decode, encode
 from envdoctor.crash import stacks
+from envdoctor.document import Document
 from envdoctor.model import Finding, Remedy, Report, Severity
 from envdoctor.render import markdown, terminal
 from conftest import REPO, TEST_DATA
@@ -39,7 +41,7 @@ def test_colour_only_when_asked():
 
 
 def test_json_round_trip_is_lossless():
-    assert Report.from_json(json.loads(document.render(WSL2_REPORT))) == WSL2_REPORT
+    assert decode(Report, json.loads(Document.of(WSL2_REPORT).text)) == WSL2_REPORT
 
 
 def test_severity_ordering():
@@ -50,7 +52,7 @@ RECORDED = sorted((REPO / "tests" / "data" / "reports").glob("*.json")) + sorted
 
 
 def recorded(path: Path) -> Report:
-    return Report.from_json(json.loads(path.read_text(encoding="utf-8")))
+    return decode(Report, json.loads(path.read_text(encoding="utf-8")))
 
 
 def crowded_report(distributions: int = 2000, findings: int = 60) -> Report:
@@ -123,11 +125,11 @@ def test_the_crash_stack_marks_the_frame_at_fault_however_deep():
 
 
 def test_the_probe_crash_finding_names_the_package_that_crashed():
-    report = recorded(REPO / "reports" / "samples" / "h100-cu130.json").to_json()
+    report = encode(recorded(REPO / "reports" / "samples" / "h100-cu130.json"))
     stage = report["probe"]["stages"][2]
     stage.update(status="crashed", crash={"signal": "SIGSEGV", "returncode": -11, "frames": SEGFAULT_IN_A_PACKAGE})
     report["probe"].update(ending="signal", signal="SIGSEGV", returncode=-11, stages=report["probe"]["stages"][:3])
-    rejudged = engine.rejudge(Report.from_json(report), engine.Selection(only=("probe",)))
+    rejudged = engine.rejudge(decode(Report, report), engine.Selection(only=("probe",)))
     (crash,) = [f for f in rejudged.findings if f.id == "probe.crash"]
     assert "It died in <module> (badpkg/__init__.py:2)." in crash.explanation
     shown = " ".join(terminal.render(rejudged).split())

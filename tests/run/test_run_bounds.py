@@ -9,6 +9,7 @@ import json
 from envdoctor import engine
 from envdoctor.capture import gdb
 from envdoctor.capture.render import markdown_report
+from envdoctor.codec import decode, encode
 from envdoctor.crash import bounds, stacks
 from envdoctor.model import Report
 from conftest import TEST_DATA
@@ -71,8 +72,8 @@ def test_the_report_of_a_huge_gdb_capture_is_within_2_mb_of_json_and_20000_chara
     run["python_stacks"] = stacks.parse(faulthandler_dump(400))
     gdb.join(run["python_stacks"], run["native_stacks"])
     judged = engine.judge({}, None, engine.Selection(), run)
-    report = Report.from_json({**recorded, "findings": [f.to_json() for f in judged.findings], "diagnosis": [c.to_json() for c in judged.diagnosis]})
-    assert len(json.dumps(report.to_json())) <= 2 * MB
+    report = decode(Report, {**recorded, "findings": [encode(f) for f in judged.findings], "diagnosis": [encode(c) for c in judged.diagnosis]})
+    assert len(json.dumps(encode(report))) <= 2 * MB
     text = markdown_report(report, None)
     assert len(text) <= 20_000
     assert text.count("```") % 2 == 0
