@@ -18,7 +18,7 @@ from typing import List, Optional, Tuple, Union
 
 from envdoctor.errors import UsageError
 from envdoctor.escape import escape_control
-from envdoctor.proc.children import ChildResult, run_child
+from envdoctor.proc.children import NO_BYTECODE, ChildResult, run_child
 
 OLDEST = (3, 8)
 START_LIMIT_S = 20.0  # a cold start on a slow disk takes seconds; a hang is refused, not waited on
@@ -84,7 +84,7 @@ def recreate(link: Path) -> str:
 def identity(path: str) -> Union[Identity, ChildResult]:
     """What `path` says it is (an Identity), or how its start failed (a ChildResult); asked once per
     path within a command."""
-    result = run_child([path, "-c", IDENTITY_PROGRAM], timeout=START_LIMIT_S)
+    result = run_child([path, NO_BYTECODE, "-c", IDENTITY_PROGRAM], timeout=START_LIMIT_S)
     return answered(result) or result
 
 

@@ -24,7 +24,7 @@ from packaging.utils import canonicalize_name as normalize
 
 from envdoctor.collect.target import CollectorError, run_target_script
 from envdoctor.cpus import workers as usable_workers
-from envdoctor.proc.children import ChildResult, stream_child
+from envdoctor.proc.children import NO_BYTECODE, ChildResult, stream_child
 from envdoctor.target import script_source
 
 DEFAULT_MODULE_TIMEOUT_S = 60.0
@@ -122,7 +122,7 @@ def died_result(child: ChildResult, output: str) -> dict:
 def batch_argv(python: str, limit: float, names: Sequence[str]) -> List[str]:
     """`-c` keeps the script's folder off sys.path; the working directory stays on it, as for the user."""
     source = script_source("imports")
-    return [python, "-X", "faulthandler", "-c", source, "import", str(limit), *names]
+    return [python, NO_BYTECODE, "-X", "faulthandler", "-c", source, "import", str(limit), *names]
 
 
 def run_batch(python: str, names: Sequence[str], environ: Mapping[str, str], limit: float) -> Tuple[Dict[str, dict], List[str]]:

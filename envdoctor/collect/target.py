@@ -15,7 +15,7 @@ from typing import List, Sequence, Union
 from envdoctor.collect.elf import cxx_runtime
 from envdoctor.collect.fatbin import torch_kernels
 from envdoctor.collect.numpy_builds import numpy_builds
-from envdoctor.proc.children import run_child
+from envdoctor.proc.children import NO_BYTECODE, run_child
 from envdoctor.target import script_source
 
 TIMEOUT_S = 60.0
@@ -49,7 +49,7 @@ def result_of(who: str, python: str, argv: Sequence[str], timeout: float, env) -
     try:
         environ = {**(os.environ if env is None else env), RESULT_VARIABLE: path}
         source, *args = argv
-        result = run_child([python, "-c", RESULT_CHANNEL + source, *args], timeout=timeout, env=environ)
+        result = run_child([python, NO_BYTECODE, "-c", RESULT_CHANNEL + source, *args], timeout=timeout, env=environ)
         written = read_bounded(path, who)
     finally:
         os.unlink(path)

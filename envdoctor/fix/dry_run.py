@@ -20,7 +20,7 @@ from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from envdoctor.fix.plan import Plan, StepKind
-from envdoctor.proc.children import run_child
+from envdoctor.proc.children import NO_BYTECODE, run_child
 
 FIRST_PIP_WITH_REPORT = Version("22.2")
 TIMEOUT_S = 600.0
@@ -31,7 +31,7 @@ NETWORK_OPTIONS = ("--retries", "1", "--timeout", "15")
 
 
 def pip_of(python: str) -> Optional[str]:
-    result = run_child((python, "-m", "pip", "--version"), timeout=60)
+    result = run_child((python, NO_BYTECODE, "-m", "pip", "--version"), timeout=60)
     words = result.stdout.split()
     return words[1] if result.ok and len(words) > 1 else None
 
@@ -46,7 +46,7 @@ def dry_run_argv(install: Sequence[str], python: str, report: str, new_environme
     """The install line as a dry run by `python`; for an environment still to be made, `python` is the
     interpreter it will be made from, resolving as if nothing were installed."""
     fresh = ("--ignore-installed",) if new_environment else ()
-    return (python, "-m", "pip", "install", "--dry-run", "--quiet", "--report", report, *NETWORK_OPTIONS, *fresh, *install[4:])
+    return (python, NO_BYTECODE, "-m", "pip", "install", "--dry-run", "--quiet", "--report", report, *NETWORK_OPTIONS, *fresh, *install[4:])
 
 
 def assumed(plan: Plan, why: str) -> Plan:

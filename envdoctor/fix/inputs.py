@@ -13,7 +13,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence
 
 from envdoctor.collect import COLLECTORS, CollectContext, timed
 from envdoctor.fix import FixError
-from envdoctor.proc.children import run_child
+from envdoctor.proc.children import NO_BYTECODE, run_child
 
 MINORS = [f"3.{n}" for n in range(7, 16)]
 VERSION_PROBE = "import sys; print('%d.%d' % sys.version_info[:2])"
@@ -33,7 +33,7 @@ def candidate_paths(environ: Mapping[str, str]) -> List[str]:
 
 def interpreter_minor(path: str) -> Optional[str]:
     """Ask the interpreter itself: a PATH entry may be a shim for a version that is not installed."""
-    result = run_child([path, "-c", VERSION_PROBE], timeout=15)
+    result = run_child([path, NO_BYTECODE, "-c", VERSION_PROBE], timeout=15)
     return result.stdout.strip() if result.ok else None
 
 

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Callable, Deque, List, Mapping, Optional, Tupl
 from envdoctor.probe import ladder
 from envdoctor.probe.classify import classify
 from envdoctor.probe.result import ProbeResult
-from envdoctor.proc.children import stream_child
+from envdoctor.proc.children import NO_BYTECODE, stream_child
 from envdoctor.proc import processes
 from envdoctor.target import script_source
 from envdoctor.target.ladder import MARK
@@ -53,7 +53,7 @@ def ladder_argv(python: str, timeout_s: float, device: str, until: Optional[str]
     every stage's own limit by as much, so --probe-timeout really gives a slow stage more time."""
     source = script_source("ladder")
     limits = ladder.limits(timeout_s - DEFAULT_TIMEOUT_S)
-    argv = [python, "-X", "faulthandler", "-c", source, "--device", device, "--deadline", str(timeout_s), "--limits", json.dumps(limits)]
+    argv = [python, NO_BYTECODE, "-X", "faulthandler", "-c", source, "--device", device, "--deadline", str(timeout_s), "--limits", json.dumps(limits)]
     return argv + (["--until", until] if until else [])
 
 

@@ -41,6 +41,9 @@ if TYPE_CHECKING:
     from psutil import Process
 
 MARKER_VARIABLE = "ENVDOCTOR_CHILD"
+# Given to an interpreter the doctor only looks at (its facts, the probe, the imports, pip's version and
+# dry run): the look writes no bytecode into the user's environment, whose files change only when asked.
+NO_BYTECODE = "-B"
 # After the child has ended, how long output may still arrive from descendants that share its pipes.
 DRAIN_S = 1.0
 POLL_S = 0.1  # how often a wait with quiet pipes looks whether the child has ended

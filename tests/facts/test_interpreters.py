@@ -149,9 +149,19 @@ def test_a_good_interpreter_is_asked_once_and_then_diagnosed(tmp_path):
     run = run_envdoctor("check", "--no-save", "--no-probe", "--only", "wsl", "--python", str(wrapper), "--json", "-", cwd=tmp_path)
     assert run.returncode == 0, run
     assert run.json()["target_python"] == str(wrapper)
-    questions = [line for line in starts(tmp_path) if line == f"-c {IDENTITY_PROGRAM}"]
+    questions = [line for line in starts(tmp_path) if line == f"-B -c {IDENTITY_PROGRAM}"]
     assert len(questions) == 1, starts(tmp_path)
     assert len(starts(tmp_path)) > 1  # the target's facts were read through it too
+
+
+def test_every_look_at_the_interpreter_writes_no_bytecode(tmp_path):
+    """Each start of the diagnosed interpreter by check (its identity, its facts) runs with -B: the
+    doctor's look leaves no __pycache__ in the user's environment."""
+    first_arguments = tmp_path / "first-arguments"
+    wrapper = script(tmp_path / "python3", f'echo "$1" >> {first_arguments}; exec {sys.executable} "$@"')
+    run = run_envdoctor("check", "--no-save", "--no-probe", "--python", str(wrapper), "--json", "-", cwd=tmp_path)
+    assert run.returncode in (0, 1), run
+    assert set(first_arguments.read_text().splitlines()) == {"-B"}, first_arguments.read_text()
 
 
 @pytest.mark.parametrize("name", ["py\nthon", "py\x1b]52;c;aGk=\x07thon", "py\u202ethon"], ids=["newline", "osc52", "bidi"])

@@ -306,7 +306,7 @@ def test_the_marker_finds_descendants_that_left_the_session(pid_file):
 
 
 # The fake answers envdoctor's interpreter question as a CPython, so it is diagnosed, not refused.
-CPYTHON_ANSWER = f"""case "$2" in *python_implementation*) echo '{IDENTITY_MARK}["CPython", [3, 11, 0]]'; exit 0;; esac"""
+CPYTHON_ANSWER = f"""case "$*" in *python_implementation*) echo '{IDENTITY_MARK}["CPython", [3, 11, 0]]'; exit 0;; esac"""
 
 
 def test_check_with_a_fake_interpreter_leaving_a_setsid_grandchild_finishes_and_leaves_nothing(tmp_path, pid_file):

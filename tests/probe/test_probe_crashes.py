@@ -194,7 +194,7 @@ def test_ctrl_c_during_a_hung_stage_ends_the_ladder_and_skips_bisection(tmp_path
     environ = {**plant(tmp_path / "plant", "numpy", DEADLOCK), "NO_COLOR": "1"}
     doctor = subprocess.Popen([sys.executable, "-m", "envdoctor", "check", "--only", "probe", "--no-save", "--probe-timeout", "120"], env=environ, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=interruptible)
     progress = read_until(doctor.stderr, "probe: import numpy … ")
-    ladder = [p for p in psutil.Process(doctor.pid).children(recursive=True) if command_line(p)[:3] == [sys.executable, "-X", "faulthandler"]]  # under its intermediary
+    ladder = [p for p in psutil.Process(doctor.pid).children(recursive=True) if command_line(p)[:4] == [sys.executable, "-B", "-X", "faulthandler"]]  # under its intermediary
     assert len(ladder) == 1, progress
     doctor.send_signal(signal.SIGINT)
     _, rest = doctor.communicate(timeout=300)
