@@ -61,26 +61,39 @@ def slots(cls: type) -> Tuple[Slot, ...]:
     return tuple(made[name] for name in getattr(cls, "json_order", made))
 
 
-def encode(value: Any) -> Any:
-    """The JSON form of `value`: dataclasses as objects, enums by value, tuples as lists, mappings copied."""
+def same(text: str) -> str:
+    return text
+
+
+def encode(value: Any, text: Callable[[str], str] = same) -> Any:
+    """The JSON form of `value`: dataclasses as objects, enums by value, tuples as lists, mappings
+    copied. Every text the report carries passes through `text` on its way out (redaction), except the
+    report's own words: its keys and its enums' values, which no environment's secret can stand for."""
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return encode_fields(value)
+        return encode_fields(value, text)
     if isinstance(value, enum.Enum):
         return value.value
-    if isinstance(value, (tuple, list)):
-        return [encode(item) for item in value]
+    return carried(value, text)
+
+
+def carried(value: Any, text: Callable[[str], str]) -> Any:
+    """A value the report carries as it was recorded (facts, evidence, messages), each text through `text`."""
+    if isinstance(value, str):
+        return text(value)
     if isinstance(value, Mapping):
-        return dict(value)
+        return {text(k) if isinstance(k, str) else k: encode(v, text) for k, v in value.items()}
+    if isinstance(value, (tuple, list)):
+        return [encode(item, text) for item in value]
     return value
 
 
-def encode_fields(instance: Any) -> dict:
+def encode_fields(instance: Any, text: Callable[[str], str]) -> dict:
     data = {}
     for slot in slots(type(instance)):
         value = getattr(instance, slot.name)
         if slot.spec.omit_default and value == slot.default:
             continue
-        data[slot.key] = slot.spec.write(value) if slot.spec.write else rounded(encode(value), slot.spec.places)
+        data[slot.key] = carried(slot.spec.write(value), text) if slot.spec.write else rounded(encode(value, text), slot.spec.places)
     return data
 
 

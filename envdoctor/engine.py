@@ -85,7 +85,7 @@ def make_safe(report: Report, environs: Sequence[Mapping[str, str]], redact_path
     removed and, unless opted out, the home directory as `~`; the views draw the Report read back from
     that same data."""
     home = redact.home_directory() if redact_paths else ""
-    data = redact.scrub(codec.encode(report), redact.secret_values(*environs), home)
+    data = codec.encode(report, text=redact.cleaner(redact.secret_values(*environs), home))
     return Document(codec.decode(Report, data), data)
 
 

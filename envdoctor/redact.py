@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Any, Iterable, Mapping
+from typing import Callable, Iterable, Mapping
 
 SECRET_NAME = re.compile(
     r"TOKEN|SECRET|PASSW|CREDENTIAL|AUTH|PRIVATE|COOKIE|SESSION|SIGNATURE|(^|_)KEY($|_)|APIKEY|ACCESS_?KEY|_PAT$|DSN$",
@@ -50,8 +50,9 @@ def secret_values(*environs: Mapping[str, str]) -> list:
     return sorted(values, key=len, reverse=True)
 
 
-def scrub(data: Any, secrets: Iterable[str], home: str = "") -> Any:
-    """A copy of JSON-able `data` with secret values replaced and, if `home` is given, home shown as `~`."""
+def cleaner(secrets: Iterable[str], home: str = "") -> Callable[[str], str]:
+    """What one text becomes in a report that is safe to publish: `secrets` replaced, anything shaped
+    like a secret replaced and, if `home` is given, home shown as `~`."""
     secrets = list(secrets)
     home = home.rstrip("/")
 
@@ -65,16 +66,7 @@ def scrub(data: Any, secrets: Iterable[str], home: str = "") -> Any:
             text = re.sub(PATH_START + re.escape(home) + PATH_GOES_ON, "~", text)
         return text
 
-    def walk(value: Any) -> Any:
-        if isinstance(value, str):
-            return clean(value)
-        if isinstance(value, Mapping):
-            return {clean(str(k)): walk(v) for k, v in value.items()}
-        if isinstance(value, (list, tuple)):
-            return [walk(v) for v in value]
-        return value
-
-    return walk(data)
+    return clean
 
 
 def tilde_outside_quotes(text: str, home: str) -> str:

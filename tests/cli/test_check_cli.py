@@ -83,6 +83,19 @@ def test_no_secret_value_reaches_any_output(envdoctor, tmp_path):
     assert variables["LD_LIBRARY_PATH"] == "/opt/<redacted>/lib"
 
 
+def test_a_secret_that_is_one_of_the_reports_own_words_is_redacted_where_it_is_a_value(envdoctor, tmp_path):
+    """The report's keys and its verdict words (passed, warning, ...) are envdoctor's, not the
+    environment's: a secret that happens to spell one is removed from what was recorded, and the
+    report stays whole."""
+    secrets = {"CUDA_AUTH_TOKEN": "passed", "WANDB_API_KEY": "warning", "HF_TOKEN": "confidence"}
+    run = envdoctor("check", "--no-probe", "--json", "report.json", "--markdown", "report.md", env=secrets)
+    assert run.returncode in (0, 1), run
+    saved = json.loads(next((tmp_path / "reports").glob("*.json")).read_text())
+    assert saved == json.loads((tmp_path / "report.json").read_text())
+    assert {c["status"] for c in saved["checks"]} >= {"passed"}
+    assert saved["facts"]["environ"]["variables"]["CUDA_AUTH_TOKEN"] == "<redacted>"
+
+
 def test_home_is_shown_as_tilde_unless_no_redact(envdoctor):
     executable = os.path.abspath(sys.executable)  # as the doctor names it: pytest started as ../x/.venv-test/bin/python keeps the ".."
     home = os.path.dirname(os.path.dirname(os.path.dirname(executable)))  # the repository holding .venv

@@ -66,10 +66,10 @@ def encoded_reports(monkeypatch) -> list:
     reports: list = []
     real = codec.encode
 
-    def counting(value):
+    def counting(value, text=codec.same):
         if isinstance(value, Report):
             reports.append(value)
-        return real(value)
+        return real(value, text)
 
     monkeypatch.setattr(codec, "encode", counting)
     return reports

@@ -20,7 +20,7 @@ from envdoctor.checks.run_hang import hung_finding
 from envdoctor.codec import decode, encode
 from envdoctor.escape import escape_control
 from envdoctor.model import PYTHON, SHELL, Finding, Remedy, Report
-from envdoctor.redact import scrub
+from envdoctor.redact import cleaner
 from envdoctor.render import markdown, terminal
 
 RECORDED = sorted((REPO / "tests" / "data" / "reports").glob("*.json")) + sorted((REPO / "reports" / "samples").glob("*.json"))
@@ -174,7 +174,7 @@ def test_a_remedy_kind_survives_json_and_old_reports_read_as_shell():
     ("/root", "/root"),
 ])
 def test_a_quoted_home_path_still_expands_after_redaction(path, redacted):
-    command = scrub(f"{shlex.quote(path)} -m pip", [], "/root")
+    command = cleaner([], "/root")(f"{shlex.quote(path)} -m pip")
     assert command.startswith("~")
     said = subprocess.run(["bash", "-c", f"set -- {command}; printf '%s' \"$1\""], capture_output=True, text=True, env={"HOME": "/root", "PATH": os.environ["PATH"]})
     assert said.stdout == redacted
