@@ -3,8 +3,6 @@ answered from /proc by envdoctor.proc.procfs. Modules that watch processes impor
 the child runner reads `processes.psutil` only when it looks for processes, so a command whose
 children leave nothing behind never pays psutil's import."""
 
-__all__ = ["psutil"]
-
 
 def __getattr__(name: str):
     """`psutil`, found on first use (PEP 562) and kept as this module's attribute."""

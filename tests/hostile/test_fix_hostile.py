@@ -9,7 +9,6 @@ installed from `file://` URLs (so the freeze says `name @ file:///…`) and run 
 from __future__ import annotations
 
 import base64
-import copy
 import hashlib
 import json
 import os

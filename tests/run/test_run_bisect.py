@@ -170,6 +170,7 @@ def test_a_variation_reaches_the_program_when_its_wrapper_script_exports_the_sam
     wrapper = tmp_path / "train.sh"
     wrapper.write_text(f"export OMP_NUM_THREADS=8 LD_LIBRARY_PATH=/opt/vendor/lib\nexec {sys.executable} {script}\n")
     run = run_envdoctor("run", "--bisect", "--report-dir", str(tmp_path / "reports"), "--", "bash", str(wrapper), cwd=tmp_path, unset=THREAD_VARIABLES + ("LD_LIBRARY_PATH", "LD_PRELOAD", "PYTHONNOUSERSITE"), timeout=120, child=True)
+    assert run.returncode == 139, run  # the segfault, mirrored
     report = json.loads(next((tmp_path / "reports").glob("crash-*.json")).read_text())
     tried = {v["name"]: v for v in report["run"]["bisection"]["variations"]}
     assert tried["single-thread"]["outcome"] == "passes", tried["single-thread"]

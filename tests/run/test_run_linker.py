@@ -46,6 +46,7 @@ def test_the_library_loaded_in_place_of_the_one_that_defines_the_version_is_name
     wrapper = tmp_path / "train.sh"
     wrapper.write_text(f"export LD_LIBRARY_PATH={libraries / 'old'}\nexec {sys.executable} -c \"import ctypes; ctypes.CDLL('{libraries / 'ext' / 'libext.so'}')\"\n")
     run = run_envdoctor("run", "--report-dir", str(tmp_path / "reports"), "--", "bash", str(wrapper), cwd=tmp_path, unset=("LD_LIBRARY_PATH", "LD_PRELOAD"), child=True, timeout=120)
+    assert run.returncode == 1, run
     report = json.loads(next((tmp_path / "reports").glob("crash-*.json")).read_text())
     loader = report["run"]["loader"]
     assert loader["library"] == "libdep.so.1" and loader["version"] == "DEP_2.0"

@@ -7,7 +7,6 @@ import pickle
 import subprocess
 import sys
 import textwrap
-from pathlib import Path
 
 import cloudpickle
 import pytest
