@@ -374,6 +374,11 @@ def exception(facts: Mapping[str, Any]) -> Iterable[Finding]:
 SHADOWING_KEYS = ("module", "file", "hides")
 
 
+def installed(path: str) -> bool:
+    """A file inside an installation folder of packages, where pip, not the user, put it."""
+    return any(part in ("site-packages", "dist-packages") for part in path.split(os.sep))
+
+
 @check("run.shadowed-module", "The failing process imported a local file or folder in place of the library of its name", requires=("run",))
 def shadowed_module(facts: Mapping[str, Any]) -> Iterable[Finding]:
     """Seen in the process itself (target/audit.py): the module its exception is about came from a
@@ -384,6 +389,8 @@ def shadowed_module(facts: Mapping[str, Any]) -> Iterable[Finding]:
     if view.ending_kind != "exit" or not isinstance(shadow, Mapping) or not all(isinstance(shadow.get(k), str) for k in SHADOWING_KEYS):
         return
     module, ran, hidden = (shadow[k] for k in SHADOWING_KEYS)
+    if installed(ran):
+        return  # two installed copies (the user site before the venv): not a local file to rename
     local = os.path.dirname(ran) if os.path.basename(ran).startswith("__init__.") else ran
     yield Finding(
         id="run.shadowed-module",

@@ -133,5 +133,6 @@ def test_a_recorded_shadowing_of_the_wrong_shape_is_no_finding():
     raised = {"type": "AttributeError", "message": "module 'numpy' has no attribute 'zeros'", "frames": []}
     good = {"module": "numpy", "file": "/w/numpy.py", "hides": "/venv/site-packages/numpy/__init__.py"}
     assert "run.shadowed-module" in ids(judge_run(exited_with({**raised, "shadowing": good})))
-    for shadowing in (None, [], "numpy", {**good, "file": 5}, {"module": "numpy"}):
+    user_site = {**good, "file": "/home/me/.local/lib/python3.11/site-packages/numpy/__init__.py"}
+    for shadowing in (None, [], "numpy", {**good, "file": 5}, {"module": "numpy"}, user_site):
         assert "run.shadowed-module" not in ids(judge_run(exited_with({**raised, "shadowing": shadowing}))), shadowing
