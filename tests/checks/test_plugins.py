@@ -39,6 +39,7 @@ def test_a_plugin_check_runs_and_its_findings_are_reported(plugin_venv):
     assert finding["title"] == f"Python {sys.version.split()[0]} seen by the lab plugin"
 
 
+@pytest.mark.slow
 def test_a_crashing_plugin_check_is_a_visible_finding_not_a_crash(plugin_venv):
     run = run_in(plugin_venv, "check", "--no-save", "--only", "lab", "--json", "-")
     report = json.loads(run.stdout)
@@ -48,6 +49,7 @@ def test_a_crashing_plugin_check_is_a_visible_finding_not_a_crash(plugin_venv):
     assert {"id": "lab.always-crashes", "status": "crashed"}.items() <= next(c for c in report["checks"] if c["id"] == "lab.always-crashes").items()
 
 
+@pytest.mark.slow
 def test_a_plugin_that_fails_to_load_is_named(plugin_venv):
     report = json.loads(run_in(plugin_venv, "check", "--no-save", "--only", "lab", "--json", "-").stdout)
     (failure,) = findings_by_id(report)["doctor.plugin-failed"]
@@ -55,6 +57,7 @@ def test_a_plugin_that_fails_to_load_is_named(plugin_venv):
     assert "envdoctor_missing_dependency" in failure["explanation"]
 
 
+@pytest.mark.slow
 def test_plugin_checks_appear_in_the_catalogue(plugin_venv):
     run = run_in(plugin_venv, "checks")
     assert "lab.python-version" in run.stdout
