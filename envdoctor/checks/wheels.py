@@ -13,14 +13,14 @@ import shlex
 from dataclasses import dataclass
 from typing import Any, Iterable, List, Mapping, Optional, Tuple
 
-from packaging.requirements import InvalidRequirement, Requirement
+from packaging.requirements import Requirement
 from packaging.version import Version
 
 from envdoctor.checks import check
 from envdoctor.facts import view_of
 from envdoctor.facts.conda import CondaView
 from envdoctor.facts.probe import probe_of
-from envdoctor.facts.requirements import applies
+from envdoctor.facts.requirements import Markers, parsed_line
 from envdoctor.facts.target import TargetView, normalize, parse_version
 from envdoctor.knowledge import wheels
 from envdoctor.model import Finding, Remedy, Severity
@@ -47,17 +47,12 @@ def pinned(dist: Mapping[str, Any]) -> str:
     return f"{dist['name']}=={dist['version']}"
 
 
-def requirements(dist: Mapping[str, Any], environment: Mapping[str, str], wanted: "re.Pattern[str]", extras: Iterable[str] = ()) -> List[Requirement]:
+def requirements(dist: Mapping[str, Any], markers: Markers, wanted: "re.Pattern[str]", extras: Iterable[str] = ()) -> List[Requirement]:
     """The distribution's requirements that match `wanted` and apply here (for `extras` when given)."""
     found = []
     for text in dist.get("requires", ()):
-        if not wanted.match(text):
-            continue
-        try:
-            requirement = Requirement(text)
-        except InvalidRequirement:
-            continue
-        if applies(requirement, environment, extras):
+        requirement = parsed_line(text) if isinstance(text, str) and wanted.match(text) else None
+        if requirement is not None and markers.applies(requirement, extras):
             found.append(requirement)
     return found
 
@@ -92,16 +87,16 @@ class PinProblem:
 def torch_cuda_pins(facts: Mapping[str, Any]) -> List[Requirement]:
     """torch's CUDA requirements, with cuda-toolkit's extras expanded through its installed metadata."""
     installed = view_of(facts, TargetView).distributions
-    environment = view_of(facts, TargetView).marker_environment()
+    markers = Markers(view_of(facts, TargetView).marker_environment())
     torch = installed.get("torch")
     if torch is None:
         return []
-    pins = requirements(torch, environment, CUDA_REQUIREMENT)
+    pins = requirements(torch, markers, CUDA_REQUIREMENT)
     expanded = list(pins)
     for pin in pins:
         meta = installed.get(normalize(pin.name))
         if pin.extras and meta is not None:
-            expanded.extend(requirements(meta, environment, CUDA_REQUIREMENT, pin.extras))
+            expanded.extend(requirements(meta, markers, CUDA_REQUIREMENT, pin.extras))
     return expanded
 
 

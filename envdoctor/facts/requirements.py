@@ -35,10 +35,22 @@ class Markers:
     def __init__(self, environment: Mapping[str, str]):
         self.environment = environment
         self.known: Dict[tuple, tuple] = {}
+        self.named: Dict[int, tuple] = {}
 
     def applies(self, requirement: Requirement, extras: Iterable[str] = ()) -> bool:
         """`applies` for this environment."""
-        return requirement.marker is None or any(self.holds(requirement, extra) for extra in ("", *extras))
+        return requirement.marker is None or any(self.holds(requirement, extra) for extra in ("", *self.deciding(requirement, extras)))
+
+    def deciding(self, requirement: Requirement, extras: Iterable[str]) -> Iterable[str]:
+        """The extras among `extras` that can make the marker hold where no extra does: those it names
+        in `extra == "..."` (a line of cuda-toolkit under twenty asked-for extras is judged for its own),
+        or all of them when it speaks of `extra` in any other way."""
+        if id(requirement) not in self.named:
+            text = str(requirement.marker)
+            found = EXTRA_CONDITION.findall(text)
+            self.named[id(requirement)] = (requirement, None if text.count("extra") != len(found) else {normalize(name) for name in found})
+        named = self.named[id(requirement)][1]
+        return extras if named is None else [extra for extra in extras if normalize(extra) in named]
 
     def holds(self, requirement: Requirement, extra: str) -> bool:
         key = (id(requirement), extra)

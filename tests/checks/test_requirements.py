@@ -452,3 +452,36 @@ def test_the_requirements_in_effect_are_those_of_every_line_parsed():
     assert graph == by_definition(view.distributions, environment)
     assert [line.split(";")[0].strip() for line in graph["lib"]] == ["numpy", "lib[gpu]", "torch"]
     assert graph["app"] == ["lib[Fast_Math]"]
+
+
+def test_a_marker_is_judged_for_the_extras_it_names_as_for_every_extra():
+    """Markers.applies tries only the asked-for extras a marker names in `extra == "..."`; against every
+    asked-for extra evaluated by packaging itself, on this interpreter's real requirements and on the
+    other ways a marker can speak of extra."""
+    from packaging.markers import default_environment
+    from packaging.requirements import Requirement
+
+    from envdoctor.facts.requirements import Markers, parsed_requirements
+
+    lines = [line for d in metadata.distributions() for line in d.requires or []] + [
+        "a; 'gpu' == extra", 'b; extra != "lite"', 'c; platform_machine == "extra_fast" or extra == "x"',
+        'd; extra == "Fast_Math" and python_version >= "3"', 'e; (extra == "test" or extra == "dev") and sys_platform != "nowhere"',
+    ]
+    requirements = parsed_requirements({"requires": lines})
+    environment = default_environment()
+    named = {e for r in requirements if r.marker is not None for e in re.findall(r"""['"]([\w.-]+)['"]""", str(r.marker))}
+    asked = sorted(named)[:60] + ["gpu", "lite", "fast-math", "dev"]
+
+    def by_packaging(requirement):
+        return requirement.marker is None or any(safe_evaluate(requirement, e) for e in ["", *asked])
+
+    def safe_evaluate(requirement, extra):
+        try:
+            return requirement.marker.evaluate({**environment, "extra": extra})
+        except ValueError:
+            return False
+
+    markers = Markers(environment)
+    wrong = [str(r) for r in requirements if markers.applies(r, asked) != by_packaging(r)]
+    assert not wrong, wrong[:5]
+    assert markers.applies(Requirement("a; 'gpu' == extra"), ["gpu"]) and not markers.applies(Requirement("a; 'gpu' == extra"), ["cpu"])
