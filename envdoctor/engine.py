@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import os
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from pathlib import Path
@@ -96,17 +96,19 @@ def probed_and_gathered(
     imports: Optional[ImportOptions] = None,
     selection: Selection = Selection(),
     catalogue: Optional[Catalogue] = None,
+    gathering: Optional["Future[Tuple[dict, dict]]"] = None,
 ) -> Tuple[Optional[dict], dict, dict]:
     """The probe ladder and the import checks run alongside the collectors: they are the long part, the
     collectors mostly wait on files and child processes, which is also when the rules are found
     (this installation's when `catalogue` is None) and the sections only they need (ON_DEMAND) are
-    gathered for the rules `selection` selects. A Ctrl-C ends their children."""
+    gathered for the rules `selection` selects. `gathering` is the collectors' work when a command
+    began it already (collect.begun) for this interpreter and environment. A Ctrl-C ends their children."""
     context = CollectContext(python=python, environ=environ)
     with children.children_end_on_interrupt(), ThreadPoolExecutor(max_workers=4) as pool:
         started = time.perf_counter()
         probing = pool.submit(run_probe, python, environ, probe) if probe else None
         importing = pool.submit(timed, lambda ctx: collect_imports(ctx.python, ctx.environ, imports), context) if imports else None
-        gathering = pool.submit(gather, context)
+        gathering = gathering or pool.submit(gather, context)
         rules = (find() if catalogue is None else catalogue).select(selection.only, selection.skip)
         wanted = pool.submit(gather, context, sorted(ON_DEMAND & rules.requires()))
         facts, timings = gathering.result()
@@ -121,12 +123,6 @@ def probed_and_gathered(
     return result, facts, timings
 
 
-def gather_environment(python: str, environ: Mapping[str, str]) -> Tuple[dict, dict]:
-    """The collectors' facts for `python` and `environ` (no probe, no imports), and their timings."""
-    _, facts, timings = probed_and_gathered(python, dict(environ), None, None)
-    return facts, timings
-
-
 def diagnose(
     python: str,
     selection: Selection,
@@ -136,21 +132,18 @@ def diagnose(
     models: Sequence[str] = (),
     imports: Optional[ImportOptions] = None,
     run: Optional[Mapping] = None,
-    gathered: Optional[Tuple[dict, dict]] = None,
+    gathered: Optional["Future[Tuple[dict, dict]]"] = None,
     catalogue: Optional[Catalogue] = None,
     secrets_also_in: Sequence[Mapping[str, str]] = (),
 ) -> Document:
     """Collect this machine's facts for the interpreter `python`, run the probe ladder unless `probe`
     is None and import every installed module unless `imports` is None, inspect the SB3 model files
     `models` statically, and judge them, with what `envdoctor run` saw of a command (`run`) where there is one.
-    `gathered` is (facts, timings) already collected for this interpreter and environment (gather_environment);
+    `gathered` is the collectors' work a command began already for this interpreter and environment (collect.begun);
     `catalogue` the rules to judge with (this installation's when None); the secrets of `environ` and of
     `secrets_also_in` are removed from the report."""
     environ = dict(os.environ if environ is None else environ)
-    if gathered is not None and probe is None and imports is None:
-        probe_result, (facts, timings) = None, (dict(gathered[0]), dict(gathered[1]))
-    else:
-        probe_result, facts, timings = probed_and_gathered(python, environ, probe, imports, selection, catalogue)
+    probe_result, facts, timings = probed_and_gathered(python, environ, probe, imports, selection, catalogue, gathered)
     target = facts.get("target")
     if run is None and isinstance(target, Mapping) and "error" in target:
         raise TargetReadError(f"cannot read the interpreter {python}: {target['error']}")

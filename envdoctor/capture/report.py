@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import shutil
 import sys
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import List, Mapping, Optional, Sequence, Tuple
 
 from envdoctor import engine
 from envdoctor.capture import chart, opened
 from envdoctor.capture.render import markdown_report
+from envdoctor.collect import CollectContext, begun
 from envdoctor.document import Document
 from envdoctor.errors import UsageError
 from envdoctor.knowledge.errors import known_errors
@@ -57,18 +58,13 @@ class EnvironmentFacts:
 
     def __init__(self, argv: Sequence[str], environ: Mapping[str, str]):
         self.python, self.environ = interpreter_of(argv), dict(environ)
-        self.pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="envdoctor-facts")
-        self.future = self.pool.submit(engine.gather_environment, self.python, self.environ)
-        self.pool.submit(known_errors)  # the error table compiled while the command runs, not after it failed
-        self.pool.shutdown(wait=False)
+        self.future = begun(CollectContext(self.python, self.environ))
+        pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="envdoctor-errors")
+        pool.submit(known_errors)  # the error table compiled while the command runs, not after it failed
+        pool.shutdown(wait=False)
 
-    def matching(self, python: str, environ: Mapping[str, str]) -> Optional[Tuple[dict, dict]]:
-        if python != self.python or dict(environ) != self.environ:
-            return None
-        try:
-            return self.future.result()
-        except Exception:  # gathered again below, where its error is reported as usual
-            return None
+    def matching(self, python: str, environ: Mapping[str, str]) -> "Optional[Future[Tuple[dict, dict]]]":
+        return self.future if python == self.python and dict(environ) == self.environ else None
 
 
 def crash_report(run: dict, environ: Mapping[str, str], early: Optional[EnvironmentFacts] = None) -> Document:

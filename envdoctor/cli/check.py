@@ -1,30 +1,34 @@
-"""`envdoctor check` and `envdoctor checks`: diagnose this environment, and list what is checked."""
+"""`envdoctor check` and `envdoctor checks`: diagnose this environment, and list what is checked.
+
+The rules, the diagnosis and the views are imported inside the commands: `check` starts the
+collectors' children first, and those modules load while the children run.
+"""
 
 from __future__ import annotations
 
+import os
 import sys
-
 from pathlib import Path
-from typing import Iterable, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Iterable, Optional, Sequence, Tuple
 
 import click
 
-from envdoctor import engine
-from envdoctor.catalogue import Catalogue, find
-from envdoctor.checks import Check
 from envdoctor.cli import EXIT_FINDINGS, EXIT_OK
 from envdoctor.cli.helptext import FAIL_ON_EXITS, epilog
 from envdoctor.cli.options import emit, output_options, resolve_python
 from envdoctor.cli.params import DAY_S, Seconds
 from envdoctor.cli.stdout import note
+from envdoctor.collect import CollectContext, begun
 from envdoctor.collect.imports import DEFAULT_MODULE_TIMEOUT_S, ImportOptions
-from envdoctor.document import Document
 from envdoctor.errors import UsageError
-from envdoctor.model import Severity
-from envdoctor.probe.progress import ProgressPrinter
 from envdoctor.probe.runner import DEFAULT_TIMEOUT_S, ProbeOptions
-from envdoctor.render.view import ReportRenderer
-from envdoctor.store import save_report
+from envdoctor.proc.children import children_end_on_interrupt
+
+if TYPE_CHECKING:
+    from envdoctor import engine
+    from envdoctor.catalogue import Catalogue
+    from envdoctor.checks import Check
+    from envdoctor.document import Document
 
 DEFAULT_REPORT_DIR = Path("reports")
 
@@ -34,7 +38,7 @@ def split_ids(values: Iterable[str]) -> Tuple[str, ...]:
     return tuple(part.strip() for value in values for part in value.split(",") if part.strip())
 
 
-def policy_rules(policy_file: Optional[str]) -> Sequence[Check]:
+def policy_rules(policy_file: Optional[str]) -> Sequence["Check"]:
     """The rules of the policy named by --policy as checks, its file read and validated before anything
     runs; the TOML reader and the rules load only when a policy is named."""
     if not policy_file:
@@ -49,6 +53,8 @@ def catalogue_for(policy_file: Optional[str], selection: engine.Selection) -> Op
     once --only and --skip are known to name only their ids and domains (every id a report shows:
     checks, plugins, policy rules, links). None when neither a policy nor a selection is given: the
     engine then finds the rules itself while the collectors wait on their children."""
+    from envdoctor.catalogue import find
+
     policy = policy_rules(policy_file)
     if not policy and not selection.only and not selection.skip:
         return None
@@ -67,6 +73,8 @@ def selects_probe(catalogue: Optional[Catalogue], selection: engine.Selection) -
 
 def probe_options(timeout: float) -> ProbeOptions:
     """The ladder with its progress on stderr, so a slow or hanging stage shows while it happens."""
+    from envdoctor.probe.progress import ProgressPrinter
+
     live = sys.stderr.isatty()  # the running clock rewrites its line: only where a terminal shows it
     return ProbeOptions(timeout_s=timeout, on_event=ProgressPrinter(lambda text: click.echo(text, err=True, nl=False), live=live))
 
@@ -75,6 +83,8 @@ def saved(document: Document, report_dir: Optional[Path]) -> None:
     """Save the report before anything is shown, so an unwritable stdout cannot lose it. The
     automatic ./reports save that fails (a read-only working directory) is a warning, not a failed
     check; a --report-dir the user named that cannot take it is an error."""
+    from envdoctor.store import save_report
+
     try:
         path = save_report(document, report_dir or DEFAULT_REPORT_DIR)
     except UsageError as error:
@@ -108,16 +118,28 @@ def check(python, json_out, markdown_out, report_dir, no_save, fail_on, only, sk
         raise UsageError("--report-dir and --no-save exclude each other")
     if imports and from_report:
         raise UsageError("--imports and --from exclude each other: a recorded report is judged with the imports it recorded")
-    selection = engine.Selection(only=split_ids(only), skip=split_ids(skip))
-    catalogue = catalogue_for(policy_file, selection)
-    if from_report:
-        document = Document.of(engine.rejudge(engine.read_report(Path(from_report)), selection, catalogue))
-    else:
-        probe = None if no_probe or not selects_probe(catalogue, selection) else probe_options(probe_timeout)
-        import_options = ImportOptions(module_timeout_s=import_timeout) if imports else None
-        document = engine.diagnose(resolve_python(python), selection, redact_paths=not no_redact, probe=probe, models=models, imports=import_options, catalogue=catalogue)
+    only_ids, skip_ids = split_ids(only), split_ids(skip)
+    target = None if from_report else resolve_python(python)
+    with children_end_on_interrupt():
+        # With nothing to validate first (no policy, no selection), the collectors' children start now.
+        early = target is not None and not (policy_file or only_ids or skip_ids)
+        gathering = begun(CollectContext(target, dict(os.environ))) if early else None
+        from envdoctor import engine
+        from envdoctor.document import Document
+
+        selection = engine.Selection(only=only_ids, skip=skip_ids)
+        catalogue = catalogue_for(policy_file, selection)
+        if from_report:
+            document = Document.of(engine.rejudge(engine.read_report(Path(from_report)), selection, catalogue))
+        else:
+            probe = None if no_probe or not selects_probe(catalogue, selection) else probe_options(probe_timeout)
+            import_options = ImportOptions(module_timeout_s=import_timeout) if imports else None
+            document = engine.diagnose(target, selection, redact_paths=not no_redact, probe=probe, models=models, imports=import_options, catalogue=catalogue, gathered=gathering)
     if not no_save and (report_dir or not from_report):
         saved(document, report_dir)
+    from envdoctor.model import Severity
+    from envdoctor.render.view import ReportRenderer
+
     emit(ReportRenderer(document), json_out, markdown_out, verbose)
     failing = engine.at_or_above(document.report.findings, Severity(fail_on))
     return EXIT_FINDINGS if failing else EXIT_OK
@@ -127,6 +149,8 @@ def check(python, json_out, markdown_out, report_dir, no_save, fail_on, only, sk
 @click.option("--policy", "policy_file", metavar="POLICY.toml", help="Also list the rules of this policy file, as `check --policy` judges them.")
 def list_checks(policy_file) -> int:
     """List every rule a report counts (checks, plugins' checks, linking rules) with its id and what it looks for."""
+    from envdoctor.catalogue import find
+
     catalogue = find(policy_rules(policy_file))
     width = max(len(c.id) for c in catalogue.rules)
     for c in sorted(catalogue.rules, key=lambda c: c.id):

@@ -8,7 +8,7 @@ overlap with the ones that read files); a collector that fails records its failu
 from __future__ import annotations
 
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Callable, Dict, Iterable, Mapping, Optional, Tuple
 
@@ -61,3 +61,13 @@ def gather(ctx: CollectContext, names: Optional[Iterable[str]] = None) -> Tuple[
     facts = {name: facts for name, (facts, _) in results.items()}
     timings = {f"collect.{name}": ms for name, (_, ms) in results.items()}
     return facts, timings
+
+
+def begun(ctx: CollectContext) -> "Future[Tuple[dict, dict]]":
+    """`gather(ctx)` started in a thread of its own: a command starts the collectors' children first and
+    loads what judges their facts while the children run."""
+    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="envdoctor-collect")
+    try:
+        return pool.submit(gather, ctx)
+    finally:
+        pool.shutdown(wait=False)

@@ -96,6 +96,29 @@ def test_a_secret_that_is_one_of_the_reports_own_words_is_redacted_where_it_is_a
     assert saved["facts"]["environ"]["variables"]["CUDA_AUTH_TOKEN"] == "<redacted>"
 
 
+SPY_ON_THE_START = """
+import sys
+import envdoctor.collect as collect
+real = collect.begun
+def begun(ctx):
+    print([name for name in ("envdoctor.engine", "envdoctor.catalogue", "envdoctor.diagnosis", "envdoctor.render.view", "rich") if name in sys.modules])
+    return real(ctx)
+collect.begun = begun
+from envdoctor.cli import main
+try:
+    main(["check", "--no-probe", "--no-save", "--json", "report.json"])
+except SystemExit as end:
+    print("exit", end.code)
+"""
+
+
+def test_check_starts_the_collectors_before_it_loads_the_rules_and_the_views(tmp_path):
+    run = subprocess.run([sys.executable, "-c", SPY_ON_THE_START], capture_output=True, text=True, cwd=tmp_path, timeout=120)
+    assert run.stdout.splitlines()[0] == "[]", run
+    assert run.stdout.splitlines()[-1] in ("exit 0", "exit 1"), run
+    assert json.loads((tmp_path / "report.json").read_text())["facts"]["target"]["python"]["executable"]
+
+
 def test_home_is_shown_as_tilde_unless_no_redact(envdoctor):
     executable = os.path.abspath(sys.executable)  # as the doctor names it: pytest started as ../x/.venv-test/bin/python keeps the ".."
     home = os.path.dirname(os.path.dirname(os.path.dirname(executable)))  # the repository holding .venv
