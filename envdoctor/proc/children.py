@@ -35,7 +35,6 @@ from typing import TYPE_CHECKING, Callable, Dict, Iterator, List, Mapping, Optio
 
 from envdoctor import package_data
 from envdoctor.proc import processes
-from envdoctor.proc.subreaper import PR_SET_PDEATHSIG, prctl_function
 
 if TYPE_CHECKING:
     from psutil import Process
@@ -122,7 +121,7 @@ class Child(subprocess.Popen):
         self.tree_reaped = False
         reports, report = os.pipe()
         ctype = env.get("LC_CTYPE")
-        intermediary = [sys.executable, "-I", "-S", "-c", SUBREAPER_SOURCE, str(report), "-" if ctype is None else "=" + ctype, *argv]
+        intermediary = [sys.executable, "-I", "-S", "-c", SUBREAPER_SOURCE, str(report), str(os.getpid()), "-" if ctype is None else "=" + ctype, *argv]
         try:
             super().__init__(intermediary, env=env, pass_fds=(report,), **popen)
         except BaseException:
@@ -216,25 +215,6 @@ def describe_code(returncode: Optional[int]) -> str:
     return f"exited with {returncode}"
 
 
-# libc's prctl, as the intermediary loads it; off Linux there is no parent-death signal to ask for.
-PRCTL = prctl_function() if sys.platform.startswith("linux") else None
-
-
-def die_with_doctor() -> Optional[Callable[[], None]]:
-    """A preexec function: the kernel SIGKILLs the child when the doctor dies, even by SIGKILL,
-    so no command or probe outlives it. A doctor already gone when the child asks ends the child."""
-    if PRCTL is None:
-        return None
-    prctl, doctor = PRCTL, os.getpid()
-
-    def arm() -> None:
-        prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-        if os.getppid() != doctor:
-            os.kill(os.getpid(), signal.SIGKILL)
-
-    return arm
-
-
 def start_child(argv: Sequence[str], *, env: Optional[Mapping[str, str]] = None, **popen) -> Child:
     """Start a child as the leader of a new session, dying with the doctor, and hand it back to be read
     and waited on.
@@ -244,7 +224,7 @@ def start_child(argv: Sequence[str], *, env: Optional[Mapping[str, str]] = None,
     """
     marker = uuid.uuid4().hex
     environment = {**(os.environ if env is None else env), MARKER_VARIABLE: marker}
-    return Child(list(argv), marker, env=environment, start_new_session=True, preexec_fn=die_with_doctor(), **popen)
+    return Child(list(argv), marker, env=environment, start_new_session=True, **popen)
 
 
 def marked(marker: str) -> List[int]:

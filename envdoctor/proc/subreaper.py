@@ -16,10 +16,13 @@ return code, negative for a signal). It then stays, reaping orphans, until none 
 ends it; says `R` once it has no child left (as a sub-reaper, then no process of the program's tree
 lives: the doctor has nothing to look for and end), and exits as the program did.
 
-Run by the doctor's own interpreter as `python -I -S -c SOURCE FD CTYPE PROGRAM...`; importing this
-module runs nothing, and it uses the standard library only, in Python 3.8 syntax. CTYPE is the
-program's LC_CTYPE (`=value`, or `-` for none): the interpreter's start may have coerced a C locale,
-and the program must get the environment it was given.
+Run by the doctor's own interpreter as `python -I -S -c SOURCE FD DOCTOR CTYPE PROGRAM...`; importing
+this module runs nothing, and it uses the standard library only, in Python 3.8 syntax. It asks first
+to be killed when the doctor (pid DOCTOR) dies, even by SIGKILL, and ends at once if the doctor is
+already gone: the doctor then starts it without a function run between fork and exec, which would
+keep subprocess from using vfork (each start of a child would copy the doctor's page tables). CTYPE
+is the program's LC_CTYPE (`=value`, or `-` for none): the interpreter's start may have coerced a C
+locale, and the program must get the environment it was given.
 """
 
 import ctypes
@@ -122,9 +125,12 @@ def end_as(code):
 
 
 def main(argv):
-    report, ctype, program = int(argv[1]), argv[2], argv[3:]
-    os.set_inheritable(report, False)
+    report, doctor, ctype, program = int(argv[1]), int(argv[2]), argv[3], argv[4:]
     prctl = prctl_function()
+    prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    if os.getppid() != doctor:
+        os._exit(CANNOT_START)  # the doctor died before the death signal was armed
+    os.set_inheritable(report, False)
     prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
     dispositions = program_dispositions()
     for number in dispositions:

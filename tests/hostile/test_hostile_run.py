@@ -270,6 +270,20 @@ def test_processes_are_looked_for_only_while_the_tree_may_live(pid_file, monkeyp
     assert survivors(pids_in(pid_file)) == []
 
 
+def test_an_intermediary_whose_doctor_is_already_gone_starts_nothing(tmp_path):
+    """The intermediary arms its own death signal, then checks that its parent is still the doctor
+    that started it: a doctor that died in between leaves no program behind."""
+    ran = tmp_path / "ran"
+    reports, report = os.pipe()
+    try:
+        argv = [PY, "-I", "-S", "-c", children.SUBREAPER_SOURCE, str(report), "1", "-", "touch", str(ran)]
+        ended = subprocess.run(argv, pass_fds=(report,), timeout=30)
+    finally:
+        os.close(report)
+        os.close(reports)
+    assert ended.returncode == 127 and not ran.exists(), ended
+
+
 def test_a_child_s_parent_is_not_the_doctor(pid_file):
     result = children.run_child([PY, "-c", "import os; print(os.getppid())"], timeout=30)
     assert result.ok and int(result.stdout) != os.getpid()
