@@ -15,6 +15,7 @@ from typing import Any, Dict, List, Mapping, Optional
 
 from envdoctor.collect.environ import relevant_variables
 from envdoctor.errors import EnvdoctorError
+from envdoctor.facts.run import SHADOWING_KEYS
 from envdoctor.files import read_regular
 from envdoctor.redact import REDACTED
 from envdoctor.sb3.archive import open_zip
@@ -24,7 +25,6 @@ LOG_VARIABLE = "ENVDOCTOR_AUDIT_LOG"
 VARIATION_VARIABLE = "ENVDOCTOR_VARIATION"  # the change bisection makes again in each Python process
 LOG_LIMIT = 8 * 2**20
 MAX_MODELS = 20
-SHADOWING_KEYS = ("module", "file", "hides")
 MAX_SHADOWING_CHARS = 4096
 
 

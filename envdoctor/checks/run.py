@@ -18,7 +18,7 @@ from envdoctor.checks.imports import shadow_remedies
 from envdoctor.crash import bounds, stacks
 from envdoctor.facts import view_of
 from envdoctor.facts.memory import MemoryView
-from envdoctor.facts.run import RunView
+from envdoctor.facts.run import SHADOWING_KEYS, RunView
 from envdoctor.facts.run_describe import forwarding, left_behind_text, where
 from envdoctor.facts.target import TargetView
 from envdoctor.failures import Failure, classify_exception, first_line
@@ -371,26 +371,18 @@ def exception(facts: Mapping[str, Any]) -> Iterable[Finding]:
     )
 
 
-SHADOWING_KEYS = ("module", "file", "hides")
-
-
-def installed(path: str) -> bool:
-    """A file inside an installation folder of packages, where pip, not the user, put it."""
-    return any(part in ("site-packages", "dist-packages") for part in path.split(os.sep))
-
-
 @check("run.shadowed-module", "The failing process imported a local file or folder in place of the library of its name", requires=("run",))
 def shadowed_module(facts: Mapping[str, Any]) -> Iterable[Finding]:
     """Seen in the process itself (target/audit.py): the module its exception is about came from a
     file that hides another of the same name further down its sys.path."""
     view = view_of(facts, RunView)
-    raised = view.record.get("exception")
-    shadow = raised.get("shadowing") if isinstance(raised, Mapping) else None
-    if view.ending_kind != "exit" or not isinstance(shadow, Mapping) or not all(isinstance(shadow.get(k), str) for k in SHADOWING_KEYS):
+    shadow = view.shadowing()
+    if view.ending_kind != "exit" or shadow is None:
         return
     module, ran, hidden = (shadow[k] for k in SHADOWING_KEYS)
-    if installed(ran):
+    if stacks.PACKAGES.search(ran):
         return  # two installed copies (the user site before the venv): not a local file to rename
+    raised = view.record["exception"]
     local = os.path.dirname(ran) if os.path.basename(ran).startswith("__init__.") else ran
     yield Finding(
         id="run.shadowed-module",

@@ -12,6 +12,9 @@ from typing import Any, List, Mapping, Optional, Tuple, Union
 
 from envdoctor.facts import Unrecorded, expect, shaped
 
+# What the audit hook says of a module that hid another of its name (target/audit.py: shadowing).
+SHADOWING_KEYS = ("module", "file", "hides")
+
 
 @dataclass(frozen=True)
 class RunView:
@@ -35,6 +38,13 @@ class RunView:
     @property
     def ending_kind(self) -> str:
         return self.ending.get("kind", "")
+
+    def shadowing(self) -> Optional[Mapping[str, str]]:
+        """The module file that hid another of its name in the process that died of the exception, as
+        the audit hook recorded it; None unless each of its parts is recorded as text."""
+        raised = self.record.get("exception")
+        shadow = raised.get("shadowing") if isinstance(raised, Mapping) else None
+        return shadow if isinstance(shadow, Mapping) and all(isinstance(shadow.get(key), str) for key in SHADOWING_KEYS) else None
 
     def output_lines(self, stream: Optional[str] = None) -> List[str]:
         """The command's last lines of output, of one stream ("stdout", "stderr") or of both."""
