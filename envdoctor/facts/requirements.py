@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import functools
 import re
-from typing import Any, Dict, Iterable, List, Mapping, Optional, Set
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Set, Tuple
 
 from packaging.requirements import InvalidRequirement, Requirement
 
@@ -46,9 +46,8 @@ class Markers:
         in `extra == "..."` (a line of cuda-toolkit under twenty asked-for extras is judged for its own),
         or all of them when it speaks of `extra` in any other way."""
         if id(requirement) not in self.named:
-            text = str(requirement.marker)
-            found = EXTRA_CONDITION.findall(text)
-            self.named[id(requirement)] = (requirement, None if text.count("extra") != len(found) else {normalize(name) for name in found})
+            named, by_name_only = extras_named(requirement)
+            self.named[id(requirement)] = (requirement, named if by_name_only else None)
         named = self.named[id(requirement)][1]
         return extras if named is None else [extra for extra in extras if normalize(extra) in named]
 
@@ -75,32 +74,37 @@ def parsed_line(line: str) -> Optional[Requirement]:
         return None
 
 
-def parsed_requirements(dist: Mapping[str, Any]) -> List[Requirement]:
-    """The Requires-Dist lines that parse; one that does not (or a recorded report's non-text) is no
-    verdict about this environment."""
+def requires_lines(dist: Mapping[str, Any]) -> List[str]:
+    """The distribution's Requires-Dist lines that are text (a recorded report's other values are none)."""
     lines = dist.get("requires")
-    parsed = (parsed_line(line) for line in lines if isinstance(line, str)) if isinstance(lines, list) else ()
-    return [requirement for requirement in parsed if requirement is not None]
+    return [line for line in lines if isinstance(line, str)] if isinstance(lines, list) else []
+
+
+def parsed_requirements(dist: Mapping[str, Any]) -> List[Requirement]:
+    """The Requires-Dist lines that parse; one that does not is no verdict about this environment."""
+    return [requirement for requirement in map(parsed_line, requires_lines(dist)) if requirement is not None]
 
 
 def possible_requirements(dist: Mapping[str, Any], extras: Set[str]) -> List[Requirement]:
     """`parsed_requirements` less the lines behind one extra that is not among `extras`: such a line
     cannot hold (as its marker would say), and is left unparsed, which is most of the cost of a graph."""
-    lines = dist.get("requires")
-    found = []
-    for line in lines if isinstance(lines, list) else ():
-        behind = BEHIND_EXTRA.match(line) if isinstance(line, str) else None
-        if behind is not None and normalize(behind.group(2)) not in extras:
-            continue
-        requirement = parsed_line(line) if isinstance(line, str) else None
-        if requirement is not None:
-            found.append(requirement)
-    return found
+    kept = [line for line in requires_lines(dist) if not behind_another_extra(line, extras)]
+    return [requirement for requirement in map(parsed_line, kept) if requirement is not None]
 
 
-def named_extras(requirement: Requirement) -> Set[str]:
-    """The extras the requirement's marker names: only asking for one of them can change whether it holds."""
-    return {normalize(extra) for extra in EXTRA_CONDITION.findall(str(requirement.marker))} if requirement.marker is not None else set()
+def behind_another_extra(line: str, extras: Set[str]) -> bool:
+    behind = BEHIND_EXTRA.match(line)
+    return behind is not None and normalize(behind.group(2)) not in extras
+
+
+def extras_named(requirement: Requirement) -> Tuple[Set[str], bool]:
+    """The extras the requirement's marker names in `extra == "..."`, and whether that is all it says of
+    `extra`: then only asking for one of them can change whether it holds."""
+    if requirement.marker is None:
+        return set(), True
+    text = str(requirement.marker)
+    found = EXTRA_CONDITION.findall(text)
+    return {normalize(name) for name in found}, text.count("extra") == len(found)
 
 
 def installed_extras(parsed: Graph, markers: Markers) -> Dict[str, Set[str]]:
@@ -110,7 +114,7 @@ def installed_extras(parsed: Graph, markers: Markers) -> Dict[str, Set[str]]:
     requirements costs its 300 markers, not 12,000)."""
     found: Dict[str, Set[str]] = {}
     for name, requirements in parsed.items():
-        named = [(requirement, named_extras(requirement)) for requirement in requirements]
+        named = [(requirement, extras_named(requirement)[0]) for requirement in requirements]
         for extra in set().union(*(extras for _, extras in named)):
             added = [r for r, extras in named if extra in extras and markers.applies(r, (extra,)) and not markers.applies(r)]
             if added and all(normalize(r.name) in parsed for r in added):
