@@ -12,7 +12,6 @@ import json
 import os
 import subprocess
 import sys
-import zipfile
 from pathlib import Path
 from typing import Dict, Mapping
 
@@ -21,6 +20,7 @@ import pytest
 from envdoctor.checks import imports as judge
 from envdoctor.collect.imports import batches, dependency_closure, planned_modules, settle
 from conftest import findings_by_id, run_envdoctor
+from helpers.local_wheels import packed_wheel
 
 VENV = "imports-messy"
 FAKES: Dict[str, Mapping[str, str]] = {
@@ -49,12 +49,7 @@ def module_wheel(folder: Path, name: str, module: str, code: str, requires: str 
         f"{dist_info}/WHEEL": "Wheel-Version: 1.0\nGenerator: envdoctor-tests\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
         f"{dist_info}/top_level.txt": top_level or f"{module}\n",
     }
-    files[f"{dist_info}/RECORD"] = "".join(f"{path},,\n" for path in [*files, f"{dist_info}/RECORD"])
-    wheel = folder / f"{name.replace('-', '_')}-1.0-py3-none-any.whl"
-    with zipfile.ZipFile(wheel, "w") as archive:
-        for path, text in files.items():
-            archive.writestr(path, text)
-    return wheel
+    return packed_wheel(folder / f"{name.replace('-', '_')}-1.0-py3-none-any.whl", dist_info, files)
 
 
 @pytest.fixture(scope="session")

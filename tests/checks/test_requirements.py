@@ -8,7 +8,6 @@ import json
 import re
 import subprocess
 import sys
-import zipfile
 from importlib import metadata
 from pathlib import Path
 from typing import Iterable, Optional
@@ -16,6 +15,7 @@ from typing import Iterable, Optional
 import pytest
 
 from conftest import REPO, assert_checks_ran, changed_report, findings_by_id, judge_recorded, pip
+from helpers.local_wheels import packed_wheel
 from envdoctor.checks.numpy import abi_mismatch, too_old_numpy
 from envdoctor.checks.requirements import unsatisfied
 from envdoctor.fix.installer import Installer
@@ -335,12 +335,7 @@ def licensed_wheel(folder: Path, name: str, version: str, requires: Iterable[str
         f"{info}/METADATA": metadata_text(name, version, requires, ("test",), license),
         f"{info}/WHEEL": "Wheel-Version: 1.0\nGenerator: envdoctor-tests\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
     }
-    files[f"{info}/RECORD"] = "".join(f"{path},,\n" for path in files) + f"{info}/RECORD,,\n"
-    path = folder / f"{name}-{version}-py3-none-any.whl"
-    with zipfile.ZipFile(path, "w") as archive:
-        for member, text in files.items():
-            archive.writestr(member, text)
-    return path
+    return packed_wheel(folder / f"{name}-{version}-py3-none-any.whl", info, files)
 
 
 @pytest.mark.slow

@@ -23,10 +23,8 @@ from pathlib import Path
 from typing import Callable, Dict
 
 import pytest
-from click.testing import CliRunner
 
 from envdoctor.capture.render import CrashRenderer, one_line
-from envdoctor.cli import cli
 from envdoctor.codec import decode
 from envdoctor.document import Document
 from envdoctor.engine import read_report
@@ -34,6 +32,7 @@ from envdoctor.model import Report
 from envdoctor.render.view import ReportRenderer
 from envdoctor.sb3.render import ModelsRenderer
 from conftest import REPO
+from helpers.repository_cli import invoked_at_repository
 
 GOLDEN = REPO / "tests" / "data" / "render"
 RECORDED = GOLDEN / "recorded"
@@ -50,13 +49,7 @@ UPDATE = os.environ.get("ENVDOCTOR_UPDATE_GOLDEN") == "1"
 
 def command(*args: str) -> str:
     """What the command writes on stdout, run from the repository root (the paths it shows are relative)."""
-    cwd = os.getcwd()
-    os.chdir(REPO)
-    try:
-        result = CliRunner().invoke(cli, list(args), catch_exceptions=False)
-    finally:
-        os.chdir(cwd)
-    return result.stdout
+    return invoked_at_repository(*args).stdout
 
 
 def recorded(path: Path) -> Document:

@@ -19,10 +19,9 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
 from conftest import REPO
-from envdoctor.cli import cli
+from helpers.repository_cli import invoked_at_repository
 
 README = REPO / "README.md"
 SAMPLE_COMMAND = ("check", "--from", "reports/samples/h100-cu130.json", "--no-save")
@@ -41,12 +40,7 @@ def quick_start() -> list:
 
 def sample_output() -> str:
     """What the sample command prints here, run from the repository root (its paths are relative)."""
-    cwd = os.getcwd()
-    os.chdir(REPO)
-    try:
-        result = CliRunner().invoke(cli, list(SAMPLE_COMMAND), catch_exceptions=False)
-    finally:
-        os.chdir(cwd)
+    result = invoked_at_repository(*SAMPLE_COMMAND)
     assert result.exit_code == 0, result.output
     return result.stdout
 

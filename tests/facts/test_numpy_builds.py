@@ -4,12 +4,12 @@ NumPy 1.x (Bottleneck 1.3.7) and an extension compiled here against the venv's N
 from __future__ import annotations
 
 import subprocess
-import zipfile
 from pathlib import Path
 
 import pytest
 
 from conftest import built_once, findings_by_id
+from helpers.local_wheels import packed_wheel
 from envdoctor.collect.numpy_builds import built_against, numpy_builds
 
 EXTENSION = """
@@ -38,12 +38,7 @@ def compiled_wheel(folder: Path, python: Path) -> Path:
         f"{dist_info}/METADATA": b"Metadata-Version: 2.1\nName: numexpr\nVersion: 2.8.0\nRequires-Dist: numpy>=1.13.3\n",
         f"{dist_info}/WHEEL": b"Wheel-Version: 1.0\nGenerator: envdoctor-tests\nRoot-Is-Purelib: false\nTag: cp311-cp311-linux_x86_64\n",
     }
-    files[f"{dist_info}/RECORD"] = "".join(f"{path},,\n" for path in [*files, f"{dist_info}/RECORD"]).encode()
-    wheel = folder / "numexpr-2.8.0-cp311-cp311-linux_x86_64.whl"
-    with zipfile.ZipFile(wheel, "w") as archive:
-        for path, data in files.items():
-            archive.writestr(path, data)
-    return wheel
+    return packed_wheel(folder / "numexpr-2.8.0-cp311-cp311-linux_x86_64.whl", dist_info, files)
 
 
 @pytest.fixture(scope="session")

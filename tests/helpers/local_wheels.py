@@ -7,7 +7,7 @@ import base64
 import hashlib
 import zipfile
 from pathlib import Path
-from typing import Iterable, Optional
+from typing import Iterable, Mapping, Optional, Union
 
 from packaging.utils import canonicalize_name
 
@@ -15,6 +15,19 @@ from packaging.utils import canonicalize_name
 def record_line(path: str, data: bytes) -> str:
     digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
     return f"{path},sha256={digest},{len(data)}"
+
+
+def packed_wheel(path: Path, dist_info: str, files: Mapping[str, Union[str, bytes]], hashed: bool = False) -> Path:
+    """`files` zipped as the wheel `path`, `dist_info`'s RECORD last and listing every member: with its
+    sha256 and size when `hashed` (as pip writes it), its path alone otherwise (as some builders do)."""
+    members = {member: content.encode() if isinstance(content, str) else content for member, content in files.items()}
+    rows = [record_line(member, data) if hashed else f"{member},," for member, data in members.items()]
+    members[f"{dist_info}/RECORD"] = ("\n".join(rows + [f"{dist_info}/RECORD,,"]) + "\n").encode()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with zipfile.ZipFile(path, "w") as wheel:
+        for member, data in members.items():
+            wheel.writestr(member, data)
+    return path
 
 
 def write_wheel(folder: Path, name: str, version: str, requires: Iterable[str] = (), requires_python: Optional[str] = None) -> Path:
@@ -31,11 +44,4 @@ def write_wheel(folder: Path, name: str, version: str, requires: Iterable[str] =
         f"{info}/METADATA": metadata.encode(),
         f"{info}/WHEEL": b"Wheel-Version: 1.0\nGenerator: envdoctor-tests\nRoot-Is-Purelib: true\nTag: py3-none-any\n\n",
     }
-    record = "\n".join([record_line(p, d) for p, d in files.items()] + [f"{info}/RECORD,,"]) + "\n"
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / f"{stem}-{version}-py3-none-any.whl"
-    with zipfile.ZipFile(path, "w") as wheel:
-        for member, data in files.items():
-            wheel.writestr(member, data)
-        wheel.writestr(f"{info}/RECORD", record)
-    return path
+    return packed_wheel(folder / f"{stem}-{version}-py3-none-any.whl", info, files, hashed=True)

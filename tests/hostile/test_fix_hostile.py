@@ -8,19 +8,17 @@ installed from `file://` URLs (so the freeze says `name @ file:///…`) and run 
 
 from __future__ import annotations
 
-import base64
-import hashlib
 import json
 import os
 import subprocess
 import sys
-import zipfile
 from pathlib import Path
 from typing import Dict, Iterator, Sequence
 
 import pytest
 
 from conftest import pip, run_envdoctor
+from helpers.local_wheels import packed_wheel
 from envdoctor.errors import UsageError
 from envdoctor.fix import FixError
 from envdoctor.fix import record as records
@@ -326,16 +324,7 @@ def wheel_of_files(folder: Path, name: str, version: str, files: Dict[str, str])
     contents = dict(files)
     contents[f"{info}/METADATA"] = f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n"
     contents[f"{info}/WHEEL"] = "Wheel-Version: 1.0\nGenerator: envdoctor-tests\nRoot-Is-Purelib: true\nTag: py3-none-any\n"
-    rows = []
-    for path, text in contents.items():
-        digest = base64.urlsafe_b64encode(hashlib.sha256(text.encode()).digest()).rstrip(b"=").decode()
-        rows.append(f"{path},sha256={digest},{len(text.encode())}")
-    contents[f"{info}/RECORD"] = "\n".join(rows + [f"{info}/RECORD,,"]) + "\n"
-    wheel = folder / f"{stem}-py3-none-any.whl"
-    with zipfile.ZipFile(wheel, "w") as archive:
-        for path, text in contents.items():
-            archive.writestr(path, text)
-    return wheel
+    return packed_wheel(folder / f"{stem}-py3-none-any.whl", info, contents, hashed=True)
 
 
 def fake_stack(folder: Path) -> list:
