@@ -12,6 +12,7 @@ import pickle
 import struct
 import sys
 import zipfile
+from pathlib import Path
 
 import pytest
 
@@ -57,30 +58,28 @@ def test_invalid_json(tmp_path):
     assert "not valid JSON" in one_line_error(run_envdoctor("sanitize", str(path), "-o", str(tmp_path / "out.zip"), child=True))  # the command's wiring in a real `python -m envdoctor`
 
 
-def test_member_declaring_a_huge_size_is_refused_unread(tmp_path):
-    path = model_zip(tmp_path / "model.zip", {"gamma": 0.99})
+def model_with_central_field(path: Path, offset: int, layout: str, value: int) -> Path:
+    """A one-float model whose first central-directory record (`data`'s) has the field at `offset`
+    (a struct `layout`) set to `value`."""
+    model_zip(path, {"gamma": 0.99})
     raw = bytearray(path.read_bytes())
-    central = raw.index(b"PK\x01\x02")  # the first central-directory record is `data`'s
-    struct.pack_into("<I", raw, central + 24, 0xFFFFFFF0)  # its uncompressed size: ~4 GiB
+    struct.pack_into(layout, raw, raw.index(b"PK\x01\x02") + offset, value)
     path.write_bytes(bytes(raw))
+    return path
+
+
+def test_member_declaring_a_huge_size_is_refused_unread(tmp_path):
+    path = model_with_central_field(tmp_path / "model.zip", 24, "<I", 0xFFFFFFF0)  # its uncompressed size: ~4 GiB
     assert "declares 4294967280 bytes" in one_line_error(run_envdoctor("inspect", str(path)))
 
 
 def test_encrypted_member_is_an_input_error(tmp_path):
-    path = model_zip(tmp_path / "model.zip", {"gamma": 0.99})
-    raw = bytearray(path.read_bytes())
-    central = raw.index(b"PK\x01\x02")
-    struct.pack_into("<H", raw, central + 8, 0x1)  # `data`'s flags: encrypted
-    path.write_bytes(bytes(raw))
+    path = model_with_central_field(tmp_path / "model.zip", 8, "<H", 0x1)  # `data`'s flags: encrypted
     assert "password required" in one_line_error(run_envdoctor("inspect", str(path)))
 
 
 def test_zip_of_an_unknown_version_is_an_input_error(tmp_path):
-    path = model_zip(tmp_path / "model.zip", {"gamma": 0.99})
-    raw = bytearray(path.read_bytes())
-    central = raw.index(b"PK\x01\x02")
-    raw[central + 6] = 99  # "version needed to extract": 9.9
-    path.write_bytes(bytes(raw))
+    path = model_with_central_field(tmp_path / "model.zip", 6, "<B", 99)  # "version needed to extract": 9.9
     assert "zip file version 9.9" in one_line_error(run_envdoctor("inspect", str(path)))
 
 

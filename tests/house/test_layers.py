@@ -27,21 +27,23 @@ def test_every_contract_is_kept():
     assert "0 broken" in run.stdout
 
 
+def linted_with(folder: Path, module: str, added: str) -> subprocess.CompletedProcess:
+    """The contracts checked on a copy of the package in `folder` whose `module` ends with `added`."""
+    shutil.copytree(REPO / "envdoctor", folder / "envdoctor", ignore=shutil.ignore_patterns("__pycache__"))
+    with open(folder / "envdoctor" / module, "a", encoding="utf-8") as stream:
+        stream.write(added)
+    return linted(folder)
+
+
 def test_a_check_that_imports_the_command_line_breaks_the_floors(tmp_path):
-    shutil.copytree(REPO / "envdoctor", tmp_path / "envdoctor", ignore=shutil.ignore_patterns("__pycache__"))
-    with open(tmp_path / "envdoctor" / "checks" / "cpu.py", "a", encoding="utf-8") as module:
-        module.write("\nfrom envdoctor.cli import check as _upward  # noqa\n")
-    run = linted(tmp_path)
+    run = linted_with(tmp_path, "checks/cpu.py", "\nfrom envdoctor.cli import check as _upward  # noqa\n")
     assert run.returncode == 1, run.stdout + run.stderr
     assert "Nothing below the command line imports it BROKEN" in run.stdout
     assert "envdoctor.checks.cpu -> envdoctor.cli" in run.stdout
 
 
 def test_a_check_that_reads_the_run_supervisor_breaks_the_pure_floor(tmp_path):
-    shutil.copytree(REPO / "envdoctor", tmp_path / "envdoctor", ignore=shutil.ignore_patterns("__pycache__"))
-    with open(tmp_path / "envdoctor" / "facts" / "run_growth.py", "a", encoding="utf-8") as module:
-        module.write("\ndef _sideways():\n    from envdoctor.capture import supervise  # noqa\n")
-    run = linted(tmp_path)
+    run = linted_with(tmp_path, "facts/run_growth.py", "\ndef _sideways():\n    from envdoctor.capture import supervise  # noqa\n")
     assert run.returncode == 1, run.stdout + run.stderr
     assert "The checks and the fact views are pure" in run.stdout
     assert "envdoctor.facts.run_growth -> envdoctor.capture.supervise" in run.stdout
