@@ -165,12 +165,16 @@ def test_failing_pin_rolls_back_to_the_exact_freeze(mixed, envdoctor, offline, t
     assert "Successfully uninstalled nvidia-cuda-runtime-cu11" in run.stderr
 
 
-def test_apply_api_rolls_back_a_failing_step_of_a_planned_fix(mixed, offline, tmp_path, monkeypatch):
+def offline_target(python: Path, offline: dict, monkeypatch) -> tuple:
+    """The venv's target facts and its pip, with this process kept off the network for what it runs."""
     for name, value in offline.items():
         monkeypatch.setenv(name, value)
+    return gather(str(python), ("target",)), Installer("pip", str(python))
+
+
+def test_apply_api_rolls_back_a_failing_step_of_a_planned_fix(mixed, offline, tmp_path, monkeypatch):
     frozen = freeze(mixed)
-    facts = gather(str(mixed), ("target",))
-    installer = Installer("pip", str(mixed))
+    facts, installer = offline_target(mixed, offline, monkeypatch)
     plan = plan_mixed_wheels(facts, installer)
     declined = applying.apply(plan, installer, facts["target"]["distributions"], tmp_path, lambda plan: False, lambda line: None)
     assert declined.outcome is applying.Outcome.DRY_RUN and not list(tmp_path.iterdir())
@@ -193,10 +197,7 @@ def ladder_plan(facts: dict, installer: Installer):
 
 
 def test_apply_runs_the_ladder_before_and_after_and_records_both(mixed, offline, tmp_path, monkeypatch):
-    for name, value in offline.items():
-        monkeypatch.setenv(name, value)
-    facts = gather(str(mixed), ("target",))
-    installer = Installer("pip", str(mixed))
+    facts, installer = offline_target(mixed, offline, monkeypatch)
     result = applying.apply(ladder_plan(facts, installer), installer, facts["target"]["distributions"], tmp_path, applying.always, lambda line: None)
     assert result.outcome is applying.Outcome.APPLIED, result
     for when in ("before", "after"):
@@ -206,11 +207,8 @@ def test_apply_runs_the_ladder_before_and_after_and_records_both(mixed, offline,
 
 
 def test_a_stage_that_passed_before_and_fails_after_rolls_the_fix_back(mixed, offline, tmp_path, monkeypatch):
-    for name, value in offline.items():
-        monkeypatch.setenv(name, value)
     frozen = freeze(mixed)
-    facts = gather(str(mixed), ("target",))
-    installer = Installer("pip", str(mixed))
+    facts, installer = offline_target(mixed, offline, monkeypatch)
     seen = []
 
     def ladder(python: str) -> tuple:
