@@ -2,7 +2,7 @@
 
 Both draw the same series: the tree's summed RSS and each GPU's used memory, against the limits the
 command lived under (RLIMIT_AS, cgroup limit, GPU capacity), so "it grew until it hit the wall" is
-visible at a glance. When RSS grows steadily (facts/run_growth.py), both add the fitted trend: the
+visible at a glance. When RSS grows steadily and more than a start-up ramp (facts/run_growth.py), both add the fitted trend: the
 text chart the caption the verdict shows too (facts/run_describe.py: "RSS grows 12 MiB/min; reaches
 the 2.0 GiB address-space limit at ~6 min"), the PNG a dashed line along the trend, on to the limit
 when it is met within the picture's time.
@@ -14,7 +14,7 @@ from typing import List, Optional, Tuple
 
 from envdoctor.capture.png import Canvas, text_width
 from envdoctor.facts.run_describe import amount, growth_caption
-from envdoctor.facts.run_growth import steady_growth, trend_at
+from envdoctor.facts.run_growth import more_than_a_ramp, steady_growth, trend_at
 
 BARS = "▁▂▃▄▅▆▇█"
 Series = Tuple[str, List[Tuple[float, int]], Optional[int]]  # label, (t, bytes) points, its limit
@@ -36,6 +36,12 @@ def series(run: dict) -> List[Series]:
         points = [(s["t"], s["gpu_used_bytes"][index]) for s in gpu.get("samples", ()) if index < len(s["gpu_used_bytes"])]
         found.append((f"GPU{index}", points, device.get("total_bytes")))
     return [s for s in found if s[1]]
+
+
+def drawn_growth(run: dict) -> Optional[dict]:
+    """The steady growth worth a trend line: more than a start-up ramp."""
+    growth = steady_growth(run.get("memory") or {})
+    return growth if growth and more_than_a_ramp(growth) else None
 
 
 def columns(points: List[Tuple[float, int]], duration: float, width: int) -> List[Optional[int]]:
@@ -61,7 +67,7 @@ def text_chart(run: dict, width: int = 48) -> List[str]:
             bars.append(BARS[min(len(BARS) - 1, int(last / top * (len(BARS) - 1) + 0.5))])
         limit_text = f" of {amount(limit)}" if limit else ""
         lines.append(f"{label:<5} {''.join(bars)} peak {amount(peak)}{limit_text}")
-    growth = steady_growth(run.get("memory") or {}) if lines else None
+    growth = drawn_growth(run) if lines else None
     if growth:
         lines.append(f"{'':<5} {growth_caption(growth)}")
     return lines
@@ -111,7 +117,7 @@ def picture(run: dict, width: int = 720, height: int = 320) -> Optional[bytes]:
     if any(limit for _, _, limit in drawn):
         canvas.line(legend_x, 20, legend_x + 20, 20, LIMIT_COLOR, width=1, dash=4)
         legend_x = canvas.text(legend_x + 28, 15, "LIMIT", INK) + 24
-    growth = steady_growth(run.get("memory") or {})
+    growth = drawn_growth(run)
     if growth:
         ends = (growth["fitted_from_s"], min(duration, growth["projected_s"] if growth["projected_s"] is not None else duration))
         (t0, v0), (t1, v1) = [(t, min(trend_at(growth, t), ceiling)) for t in ends]

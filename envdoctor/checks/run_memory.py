@@ -14,7 +14,7 @@ from envdoctor.checks import check
 from envdoctor.facts import view_of
 from envdoctor.facts.run import RunView
 from envdoctor.facts.run_describe import amount, growth_caption
-from envdoctor.facts.run_growth import steady_growth
+from envdoctor.facts.run_growth import more_than_a_ramp, steady_growth
 from envdoctor.model import Finding, Remedy, Severity
 
 EVIDENCE_KEYS = ("slope_bytes_per_min", "r2", "start_bytes", "end_bytes", "limit_name", "limit_bytes", "projected_s", "near_limit", "sustained")
@@ -42,7 +42,7 @@ def severity_of(reached: bool, growth: Mapping[str, Any]) -> Severity:
     growth that went on well past start-up; else a note (a start-up ramp is no leak)."""
     if reached:
         return Severity.ERROR
-    return Severity.WARNING if growth.get("near_limit") or growth.get("sustained") else Severity.INFO
+    return Severity.WARNING if more_than_a_ramp(growth) else Severity.INFO
 
 
 def growth_finding(run: RunView, growth: Mapping[str, Any]) -> Finding:

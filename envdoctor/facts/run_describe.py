@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import List, Optional
 
 from envdoctor.crash import stacks
+from envdoctor.facts.run_growth import more_than_a_ramp
 from envdoctor.words import plural
 
 
@@ -76,8 +77,9 @@ def about(seconds: float) -> str:
 
 
 def growth_caption(growth: dict) -> str:
-    """e.g. "RSS grows 12 MiB/min; reaches the 2.0 GiB address-space limit at ~6 min"."""
+    """e.g. "RSS grows 12 MiB/min; reaches the 2.0 GiB address-space limit at ~6 min" (the projection
+    only for more than a start-up ramp)."""
     text = f"RSS grows {amount(growth['slope_bytes_per_min'])}/min"
-    if growth.get("projected_s") is not None:
+    if growth.get("projected_s") is not None and more_than_a_ramp(growth):
         text += f"; reaches the {amount(growth['limit_bytes'])} {growth['limit_name']} limit at {about(growth['projected_s'])}"
     return text

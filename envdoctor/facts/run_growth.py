@@ -167,6 +167,13 @@ def steady_growth(memory: Mapping) -> Optional[dict]:
     }
 
 
+def more_than_a_ramp(growth: Mapping) -> bool:
+    """Growth with a limit in sight or that went on well past start-up. Anything less may be imports
+    and a model loading: its trend is not drawn and not projected, since a few seconds of start-up
+    extrapolated to the machine's RAM says nothing about the run."""
+    return bool(growth.get("near_limit") or growth.get("sustained"))
+
+
 def trend_at(growth: Mapping, t: float) -> float:
     """The fitted RSS at `t` seconds (for drawing the trend line)."""
     return growth["end_bytes"] + growth["slope_bytes_per_min"] / 60 * (t - growth["fitted_to_s"])

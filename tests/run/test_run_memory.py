@@ -19,7 +19,7 @@ import pytest
 from conftest import findings_by_id, run_envdoctor
 from envdoctor.capture import chart
 from envdoctor.engine import Selection, judge
-from envdoctor.facts import run_growth
+from envdoctor.facts import run_describe, run_growth
 
 MIB, GIB = 1 << 20, 1 << 30
 EVIDENCE = {"slope_bytes_per_min", "r2", "start_bytes", "end_bytes", "limit_name", "limit_bytes", "projected_s", "near_limit", "sustained"}
@@ -74,7 +74,8 @@ def test_a_short_leak_that_segfaults_far_from_any_limit_is_a_note_not_the_cause(
     assert evidence["r2"] >= 0.8 and evidence["end_bytes"] - evidence["start_bytes"] >= 40 * MIB
     assert evidence["limit_name"] in ("RAM", "memory cgroup") and evidence["projected_s"] > report["run"]["duration_s"]
     assert report["run"]["memory"]["ram_total_bytes"] > 0
-    assert "RSS grows" in run.stderr and "GiB/min" in found["title"]
+    assert "GiB/min" in found["title"] and "reaches the" not in found["title"]  # a ramp is not projected
+    assert "RSS grows" not in run.stderr  # nor drawn as a trend under the chart
     assert "run.crashed" in findings_by_id(report)
     assert list((tmp_path / "reports").glob("crash-*.png"))
     assert "run.memory-growth" not in [cause["id"] for cause in report["diagnosis"]]
@@ -181,6 +182,18 @@ def test_steady_growth_is_fitted_and_projected_to_the_nearest_limit():
     assert chart.picture(run).startswith(b"\x89PNG")
     memory["address_space_limit_bytes"] = 400 * MIB  # the address space (RSS + 50 MiB here) meets this one first
     assert run_growth.steady_growth(memory)["limit_name"] == "address-space"
+
+
+def test_a_start_up_ramp_is_neither_drawn_as_a_trend_nor_projected():
+    """6 s rising 600 MiB/min far from 16 GiB of RAM: imports and a model loading as far as anyone can tell."""
+    memory = {"samples": timeline([100 * MIB + 600 * MIB * i * 0.5 / 60 for i in range(12)]), "cgroups": [], "ram_total_bytes": 16 * GIB, "address_space_limit_bytes": None}
+    found = run_growth.steady_growth(memory)
+    assert found["projected_s"] is not None and not run_growth.more_than_a_ramp(found)
+    assert run_describe.growth_caption(found) == "RSS grows 600 MiB/min"
+    run = {"memory": memory, "duration_s": 6.0, "gpu": {"devices": []}}
+    assert [line.split()[0] for line in chart.text_chart(run)] == ["RSS"]
+    memory["ram_total_bytes"] = 170 * MIB  # the same rise ending within 10 % of the RAM: drawn and projected
+    assert chart.text_chart(run)[-1].strip().startswith("RSS grows 600 MiB/min; reaches the 170 MiB RAM limit at")
 
 
 def recorded_run(kind: str, address_space_limit: int):
