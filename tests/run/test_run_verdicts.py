@@ -5,6 +5,9 @@ from __future__ import annotations
 import struct
 import zlib
 
+import pytest
+
+from conftest import REPO, findings_by_id, run_envdoctor
 from envdoctor.capture import chart
 from envdoctor.capture.timeline import Timeline
 from envdoctor.crash import stacks
@@ -51,6 +54,22 @@ def test_gpu_full_just_before_a_segfault_is_likely_cuda_oom():
     assert ids(findings) == ["run.crashed", "run.gpu-out-of-memory"]
     assert findings[1].title == "Likely CUDA out-of-memory surfacing as a SIGSEGV"
     assert findings[1].evidence["near_full"] == ["GPU 0 (NVIDIA H100) used 80896 MiB of 81920 MiB"]
+
+
+@pytest.mark.parametrize(
+    "sample, confidence",
+    [
+        ("h100-gpu-oom-raised.json", "confirmed"),  # torch.OutOfMemoryError after 19 allocations of 4 GiB
+        ("h100-gpu-oom-native.json", "likely"),  # the GPU filled to 80879 of 81559 MiB, then a segfault with nothing said
+    ],
+)
+def test_a_gpu_out_of_memory_recorded_on_an_h100_heads_the_diagnosis_when_judged_again(sample, confidence):
+    """Real runs on an H100 (reports/samples/README.md): the GPU's own samples and the error text lead to
+    the out-of-memory cause; the RSS that rose while torch loaded stays a note."""
+    judged = run_envdoctor("check", "--from", str(REPO / "reports" / "samples" / sample), "--no-save", "--json", "-").json()
+    assert [(cause["id"], cause["confidence"]) for cause in judged["diagnosis"]][0] == ("run.gpu-out-of-memory", confidence)
+    assert all(f["severity"] == "info" for f in findings_by_id(judged).get("run.memory-growth", ()))
+    assert "run.memory-growth" not in [cause["id"] for cause in judged["diagnosis"]]
 
 
 def test_a_half_empty_gpu_does_not_explain_a_segfault():
