@@ -26,6 +26,13 @@ TEST_DATA = REPO / "tests" / "data"
 CONSTRAINTS = REPO / "constraints" / "test.txt"
 
 
+@pytest.fixture(scope="session", autouse=True)
+def sb3_logs_kept_in_the_session(tmp_path_factory):
+    """SB3's learn() without a logger makes a folder under the system's temporary directory that
+    nobody removes; the test programs that train a model put theirs in the session's own."""
+    os.environ["SB3_LOGDIR"] = str(tmp_path_factory.mktemp("sb3-logs"))
+
+
 def interruptible() -> None:
     """`preexec_fn` for a child a test sends SIGINT to: the default disposition, whatever pytest inherited.
 
