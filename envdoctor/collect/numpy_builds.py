@@ -27,6 +27,7 @@ from envdoctor.knowledge import numpy2
 
 NUMPY_2_CORE = b"numpy._core._multiarray_umath"
 NUMPY_1_CORE = b"numpy.core._multiarray_umath"
+COMMON_TAIL = b"core._multiarray_umath"  # searched for once; what precedes a hit tells the two names apart
 CHUNK = 2**20
 MAX_FILE_BYTES = 256 * 2**20  # larger libraries are engines, not the module that imports NumPy
 MAX_BYTES_PER_DISTRIBUTION = 512 * 2**20
@@ -49,11 +50,23 @@ def built_against(path: str) -> Tuple[Optional[str], int]:
                     break
                 read, left = read + len(chunk), left - len(chunk)
                 window = tail + chunk
-                if NUMPY_2_CORE in window:
+                names = core_names(window)
+                if NUMPY_2_CORE in names:
                     return "2", read
-                found_old = found_old or NUMPY_1_CORE in window
+                found_old = found_old or NUMPY_1_CORE in names
                 tail = window[-len(NUMPY_2_CORE):]
     return ("1" if found_old else None), read
+
+
+def core_names(window: bytes) -> set:
+    """The NumPy core module names spelled out in `window`, found in one pass over it: both end in
+    COMMON_TAIL, which is rare in a binary, so only its few hits are looked at again."""
+    found, at = set(), window.find(COMMON_TAIL)
+    while at >= 0:
+        end = at + len(COMMON_TAIL)
+        found.update(name for name in (NUMPY_2_CORE, NUMPY_1_CORE) if window.startswith(name, end - len(name)))
+        at = window.find(COMMON_TAIL, at + 1)
+    return found
 
 
 def searched_ranges(stream: BinaryIO) -> List[Tuple[int, int]]:
@@ -75,11 +88,13 @@ def shared_objects(location: str, metadata: str) -> List[str]:
             lines = stream.read(MAX_RECORD_BYTES).splitlines()
     except OSError:
         return []
-    paths = []
+    paths, inside = [], os.path.normpath(location) + os.sep
     for line in lines:
         relative = line.rsplit(",", 2)[0].strip('"')
+        if not SHARED_OBJECT.search(relative):
+            continue
         path = os.path.normpath(os.path.join(location, relative))
-        if SHARED_OBJECT.search(relative) and path.startswith(os.path.normpath(location) + os.sep) and os.path.isfile(path):
+        if path.startswith(inside) and os.path.isfile(path):
             size = os.path.getsize(path)
             if size <= MAX_FILE_BYTES:
                 paths.append((size, path))
