@@ -1,6 +1,7 @@
 """Ask NVML about the driver and every GPU, and print the answer as one JSON document.
 
-Run by collect/gpu.py as `python -c <this source>` in a child process with a timeout: NVML loads
+Run by collect/gpu.py as `python -I -S -c <this source> PYNVML_FOLDER` in a child process with a
+timeout (the folder the doctor imports pynvml from goes first on sys.path): NVML loads
 the driver's libnvidia-ml, which is part of what is diagnosed and may hang or crash. It imports only
 the standard library and nvidia-ml-py (`pynvml`), never envdoctor.
 """
@@ -63,6 +64,7 @@ def cuda_driver_version(pynvml):
 
 
 def main():
+    sys.path[:0] = [folder for folder in sys.argv[1:2] if folder]  # where the doctor finds pynvml
     import pynvml
 
     pynvml.nvmlInit()
