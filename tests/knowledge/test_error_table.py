@@ -32,6 +32,7 @@ PASTED = [
     ("ERROR: Unexpected bus error encountered in worker. This might be caused by insufficient shared memory (shm).", "shm-bus-error", None),
     ("RuntimeError: CUDA error: no kernel image is available for execution on the device", "no-kernel-image", None),
     ("OMP: Error #15: Initializing libiomp5.so, but found libiomp5.so already initialized.", "openmp-duplicate", "libiomp5.so"),
+    ('  File "/usr/lib/python3.10/os.py", line 680, in __getitem__\n    raise KeyError(key) from None\nKeyError: \'MASTER_ADDR\'', "environment-variable-unset", "MASTER_ADDR"),
 ]
 
 
