@@ -124,6 +124,8 @@ def test_a_message_from_an_issue_thread_is_classified_by_its_row(url, message, k
     ("ERROR: Unexpected bus error encountered in worker. This might be caused by insufficient shared memory (shm).", "RuntimeError: DataLoader worker (pid(s) 81) exited unexpectedly", "shm-bus-error"),
     ("/pytorch/aten/src/ATen/native/cuda/Loss.cu:250: nll_loss_forward_reduce_cuda_kernel_2d: block: [0,0,0], thread: [5,0,0] Assertion `t >= 0 && t < n_classes` failed.", "RuntimeError: CUDA error: device-side assert triggered", "cuda-index-assert"),
     ("", "RuntimeError: DataLoader worker (pid(s) 6739) exited unexpectedly", "worker-died"),
+    ('  File "/usr/lib/python3.12/subprocess.py", line 1955, in _execute_child\n    raise child_exception_type(errno_num, err_msg, err_filename)', "FileNotFoundError: [Errno 2] No such file or directory: 'ffmpeg'", "command-not-found"),
+    ('  File "/srv/train.py", line 9, in <module>\n    open(path)', "FileNotFoundError: [Errno 2] No such file or directory: 'ffmpeg'", "file-not-found"),
     ("ERROR: Unexpected segmentation fault encountered in worker.", "ValueError: not enough values to unpack (expected 5, got 4)", "gym-api-old-step"),
 ])
 def test_a_message_printed_before_the_one_it_explains_is_the_cause(before, message, kind):
