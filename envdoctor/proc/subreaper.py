@@ -118,7 +118,10 @@ def end_as(code):
     """Exit as the program did: by its signal (without a core of this process), or with its code."""
     if code is not None and code < 0:
         prctl_function()(PR_SET_DUMPABLE, 0, 0, 0, 0)
-        signal.signal(-code, signal.SIG_DFL)
+        try:
+            signal.signal(-code, signal.SIG_DFL)
+        except (OSError, ValueError):
+            pass  # SIGKILL's (and a reserved real-time signal's) cannot be set, and SIGKILL needs none
         os.kill(os.getpid(), -code)
         os._exit(128 - code)
     os._exit(CANNOT_START if code is None else code)
