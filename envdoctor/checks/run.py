@@ -15,7 +15,7 @@ from typing import Any, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 from envdoctor.checks import check
 from envdoctor.checks.imports import shadow_remedies
-from envdoctor.crash import bounds, stacks
+from envdoctor.crash import bounds, signals, stacks
 from envdoctor.facts import view_of
 from envdoctor.facts.memory import MemoryView
 from envdoctor.facts.run import SHADOWING_KEYS, RunView
@@ -56,7 +56,7 @@ def crashed_finding(run: Mapping[str, Any]) -> Finding:
     name = end["signal_name"]
     thread = stacks.crashed_thread(run.get("python_stacks"))
     remedies = [Remedy("Any native-crash cause envdoctor knows in this environment is among this report's findings; re-check after a change with:", "envdoctor check")]
-    if not run.get("under_gdb") and name in NATIVE_CRASHES + ("SIGILL", "SIGFPE"):
+    if not run.get("under_gdb") and name in signals.FAULTS:
         remedies.append(Remedy("Re-run under gdb for the native frame that faulted in every thread:", "envdoctor run --gdb -- " + shlex.join(run["command"])))
     if name == "SIGILL":
         remedies.insert(0, Remedy("Compare the CPU's instruction sets with what the wheels need:", "envdoctor check --only cpu"))
@@ -95,11 +95,11 @@ def interrupted(facts: Mapping[str, Any]) -> Iterable[Finding]:
         return
     view = view_of(facts, RunView)
     end = view.ending
-    signals = ", ".join(end["forwarded_signals"])
+    forwarded = ", ".join(end["forwarded_signals"])
     yield Finding(
         id="run.interrupted",
         severity=Severity.INFO,
-        title=f"The command was interrupted by {signals} after {view.duration_s:.1f} s; " + "; ".join(forwarding(view.record)),
+        title=f"The command was interrupted by {forwarded} after {view.duration_s:.1f} s; " + "; ".join(forwarding(view.record)),
         explanation="The signal came from outside (Ctrl-C, a job scheduler, a container runtime) and was passed on to the command's process group and to every worker that had left it.",
         evidence={"forwarded_signals": end["forwarded_signals"], "forwarded_to": end.get("forwarded_to", [])},
     )

@@ -46,6 +46,9 @@ MEANINGS = {
     "SIGXCPU": Meaning("the CPU-time limit (RLIMIT_CPU or a scheduler's) ran out"),
     "SIGXFSZ": Meaning("the file-size limit (RLIMIT_FSIZE) was exceeded"),
 }
+# Raised by the process's own native code, where a debugger shows the faulting frame; every other
+# signal that ends a run was sent from outside it (the OOM killer, a scheduler, a user, a timeout).
+FAULTS = ("SIGSEGV", "SIGABRT", "SIGBUS", "SIGILL", "SIGFPE")
 # What `timeout(1)` returns when it ends a command: scripts around training already understand it.
 HANG_STATUS = 124
 NOT_FOUND_STATUS, NOT_EXECUTABLE_STATUS = 127, 126

@@ -11,10 +11,12 @@ import shlex
 from dataclasses import replace
 from typing import Any, Dict, List, Mapping, Sequence, Tuple
 
+from envdoctor.crash import signals
 from envdoctor.diagnosis.evidence import RUN_SYMPTOMS, SYMPTOMS, cause, run_of, serious, symptom
 from envdoctor.model import Cause, Finding, Remedy, Severity
 
 MAX_POSSIBLE = 5
+KERNEL_KILLS = "dmesg -T | grep -i -E 'killed process|out of memory'"
 # Findings that describe the failure or the run itself, never a cause of it.
 NOT_CAUSES = SYMPTOMS + ("run.interrupted", "run.left-behind", "run.bisected", "probe.bisected", "doctor.check-crashed", "doctor.plugin-failed")
 
@@ -32,18 +34,30 @@ def strongest(causes: Sequence[Cause]) -> List[Cause]:
 
 
 def next_step(facts: Mapping[str, Any], seen: Finding) -> Remedy:
-    """What would tell more about a failure nothing known explains."""
+    """What would tell more about a failure nothing known explains: for a signal the process's own code
+    raised, its native frames; for one sent from outside, who sent it; else which setting matters."""
     run = run_of(facts)
     if seen.id in RUN_SYMPTOMS and run.record:
         command = shlex.join(run.command)
+        sent = run.ending.get("signal_name")
+        if run.ending_kind == "signal" and sent not in signals.FAULTS:
+            return Remedy(f"{sent} is sent, not raised by a fault in the program's code: the kernel logs each process its OOM killer ends; a timeout, a scheduler, a user or the program itself leaves no such line:", KERNEL_KILLS)
         if run.ending_kind == "signal" and not run.record.get("under_gdb"):
             return Remedy("See the native frame that faulted in every thread, and which setting makes it go away:", f"envdoctor run --gdb --bisect -- {command}")
         return Remedy("Find out whether a thread, CUDA, CPU-kernel or library-path setting makes it go away:", f"envdoctor run --bisect -- {command}")
     return Remedy("Run the training command itself under envdoctor, for its native frames, its exception and the files it opens:", "envdoctor run --gdb --bisect -- python train.py")
 
 
+def last_words(facts: Mapping[str, Any], seen: Finding) -> Tuple[str, ...]:
+    """The last line the program wrote to stderr before it exited, where the symptom does not quote it
+    already: a program that gives up on purpose (`sys.exit(3)` after its own message) says why there."""
+    run = run_of(facts)
+    said = [line.strip()[:300] for line in run.output_lines("stderr") if line.strip()] if run.record and run.ending_kind == "exit" else []
+    return (f"its last line on stderr: {said[-1]}",) if said and said[-1] not in seen.title else ()
+
+
 def unknown(facts: Mapping[str, Any], seen: Finding) -> Cause:
-    return Cause(seen.id, "none", f"No known cause fits: {seen.title}", (seen.title,), next_step(facts, seen), "unknown")
+    return Cause(seen.id, "none", f"No known cause fits: {seen.title}", (seen.title,) + last_words(facts, seen), next_step(facts, seen), "unknown")
 
 
 def possible(findings: Sequence[Finding], named: Sequence[str]) -> List[Cause]:

@@ -135,6 +135,25 @@ def test_exit_status_3_passes_both_streams_through(envdoctor, tmp_path):
     assert finding(report, "run.exit-status")["evidence"]["last_error_line"] == "error: --steps must be positive"
 
 
+def test_a_program_that_gives_up_in_its_own_words_is_unknown_with_those_words(envdoctor, tmp_path):
+    result = envdoctor("run", "--", PY, program("gives_up.py"), child=True)
+    assert result.returncode == 3, result
+    first = saved(tmp_path)["diagnosis"][0]
+    assert first["confidence"] == "none"
+    assert "its last line on stderr: evaluation failed: mean reward 12.5 below the threshold 200" in first["evidence"]
+
+
+def test_a_program_killed_by_sigkill_ends_so_and_the_next_step_asks_who_sent_it(envdoctor, tmp_path):
+    """Mirrored as a death by the same signal, with nothing but the command's own output on stderr; a
+    signal that is sent is not debugged under gdb: the kernel's log tells an OOM kill from the rest."""
+    result = envdoctor("run", "--", PY, program("kills_itself.py"), child=True)
+    assert result.returncode == 128 + signal.SIGKILL, result
+    assert "Traceback" not in result.stderr, result.stderr
+    first = saved(tmp_path)["diagnosis"][0]
+    assert first["confidence"] == "none" and "dmesg" in first["remedy"]["command"], first
+    assert "--gdb" not in result.stderr
+
+
 def test_a_local_file_that_hides_the_library_is_the_confirmed_cause(envdoctor, tmp_path):
     """The failing process itself says which file `import numpy` ran and what it hid."""
     (tmp_path / "numpy.py").write_text("def helper():\n    return 1\n")
