@@ -115,6 +115,10 @@ def dotted(version: Tuple[int, ...]) -> str:
     return ".".join(map(str, version))
 
 
+# The identity program as a program that echoes its arguments quotes it back (`ls: cannot access '...'`).
+ECHOED_PROGRAM = re.compile(r"\S*import json, platform, sys.*version_info\[:3\]\)\]\)\)\S*")
+
+
 def not_started(path: str, result: ChildResult) -> str:
     """Why `path` did not answer as Python, in one line: an old Python by its own `--version`, the
     first line of what it said, and for a pyenv shim the versions it names and how to switch to one."""
@@ -125,7 +129,7 @@ def not_started(path: str, result: ChildResult) -> str:
     old = version_answer(path)
     if old and old[:2] < OLDEST:
         return too_old(path, f"Python {dotted(old)}")
-    said = telling_line(result.stderr) or telling_line(result.stdout)
+    said = ECHOED_PROGRAM.sub("…", telling_line(result.stderr) or telling_line(result.stdout))
     ending = result.describe() if result.returncode else "it printed no Python version"
     return f"{path} does not start as Python ({ending}){': ' + said if said else ''}{pyenv_way_out(path, result.stderr)}"
 

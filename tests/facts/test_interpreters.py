@@ -69,7 +69,7 @@ def shim_of_old_python(folder: Path):
 
 
 def not_python(folder: Path):
-    return "/bin/ls", ["/bin/ls does not start as Python (exited with 2)", "/bin/ls: cannot access"]
+    return "/bin/ls", ["/bin/ls does not start as Python (exited with 2)", "/bin/ls: cannot access … No such file"]  # not the question it quoted back
 
 
 def dangling_venv(folder: Path):
