@@ -12,6 +12,8 @@ from rich.text import Text
 
 from envdoctor.model import Severity
 
+# A console that draws into a string has no terminal to ask its height of; none of the views pages.
+HEIGHT = 25
 GLYPHS = {
     Severity.OK: ("✓", "green"),
     Severity.INFO: ("i", "cyan"),
@@ -30,7 +32,7 @@ def console(width: int, color: bool) -> Console:
     """A console drawing into a string (read it with `drawn`): colour only when asked, as the CLI asks
     for a terminal without NO_COLOR; never rich's own markup, highlighting or emoji codes, which
     untrusted text would trigger."""
-    return Console(file=io.StringIO(), force_terminal=color, no_color=not color, width=width, highlight=False, emoji=False)
+    return Console(file=io.StringIO(), force_terminal=color, no_color=not color, width=width, height=HEIGHT, highlight=False, emoji=False)
 
 
 def drawn(console: Console) -> str:
@@ -44,10 +46,12 @@ def glyph(severity: Severity) -> Text:
 
 
 def say(console: Console, text: Text, indent: int) -> None:
-    """Print `text` with a hanging indent, wrapped at the console's width."""
-    for line in text.wrap(console, console.width - indent):
+    """Print `text` with a hanging indent, wrapped at the console's width: wrapped here, then printed
+    in one call that wraps nothing again (a print is rich's costly step)."""
+    lines = text.wrap(console, console.width - indent)
+    for line in lines:
         line.rstrip()
-        console.print(Text(" " * indent) + line)
+    console.print(Text("\n").join(Text(" " * indent) + line for line in lines), no_wrap=True, overflow="ignore", crop=False)
 
 
 def badge(severity: Severity) -> str:
