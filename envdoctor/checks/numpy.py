@@ -23,7 +23,7 @@ from envdoctor.checks import check
 from envdoctor.checks.imports import classify, error_line, failed_results
 from envdoctor.checks.wheels import requirements
 from envdoctor.facts import view_of
-from envdoctor.facts.requirements import Markers
+from envdoctor.facts.requirements import markers
 from envdoctor.facts.target import TargetView, normalize, parse_version
 from envdoctor.knowledge import minor_of, numpy2, torch_matrix
 from envdoctor.knowledge.numpy2 import FIRST_TORCH_FOR_NUMPY_2, LAST_NUMPY_1, NumpyTwoRelease
@@ -51,10 +51,10 @@ def major_conflict(requirement: Requirement, numpy: Version) -> Optional[str]:
 def metadata_conflicts(facts: Mapping[str, Any], numpy: Version, kind: str) -> Dict[str, List[str]]:
     """Installed distributions whose own Requires-Dist on NumPy is broken by the installed one in the way
     `kind` names (major_conflict), with those requirements."""
-    markers = Markers(view_of(facts, TargetView).marker_environment())
+    judged = markers(view_of(facts, TargetView).marker_environment())
     found: Dict[str, List[str]] = {}
     for name, dist in sorted(view_of(facts, TargetView).distributions.items()):
-        for requirement in requirements(dist, markers, NUMPY_REQUIREMENT_ANY):
+        for requirement in requirements(dist, judged, NUMPY_REQUIREMENT_ANY):
             if major_conflict(requirement, numpy) == kind:
                 found.setdefault(name, []).append(f"numpy{requirement.specifier}")
     return found

@@ -20,7 +20,7 @@ from envdoctor.checks import check
 from envdoctor.facts import view_of
 from envdoctor.facts.conda import CondaView
 from envdoctor.facts.probe import probe_of
-from envdoctor.facts.requirements import Markers, parsed_line, requires_lines
+from envdoctor.facts.requirements import Markers, markers, parsed_line, requires_lines
 from envdoctor.facts.target import TargetView, normalize, parse_version
 from envdoctor.knowledge import wheels
 from envdoctor.model import Finding, Remedy, Severity
@@ -47,10 +47,10 @@ def pinned(dist: Mapping[str, Any]) -> str:
     return f"{dist['name']}=={dist['version']}"
 
 
-def requirements(dist: Mapping[str, Any], markers: Markers, wanted: "re.Pattern[str]", extras: Iterable[str] = ()) -> List[Requirement]:
+def requirements(dist: Mapping[str, Any], judged: Markers, wanted: "re.Pattern[str]", extras: Iterable[str] = ()) -> List[Requirement]:
     """The distribution's requirements that match `wanted` and apply here (for `extras` when given)."""
     parsed = (parsed_line(line) for line in requires_lines(dist) if wanted.match(line))
-    return [requirement for requirement in parsed if requirement is not None and markers.applies(requirement, extras)]
+    return [requirement for requirement in parsed if requirement is not None and judged.applies(requirement, extras)]
 
 
 def below_requirement(requirement: Requirement, installed: Version) -> bool:
@@ -83,16 +83,16 @@ class PinProblem:
 def torch_cuda_pins(facts: Mapping[str, Any]) -> List[Requirement]:
     """torch's CUDA requirements, with cuda-toolkit's extras expanded through its installed metadata."""
     installed = view_of(facts, TargetView).distributions
-    markers = Markers(view_of(facts, TargetView).marker_environment())
+    judged = markers(view_of(facts, TargetView).marker_environment())
     torch = installed.get("torch")
     if torch is None:
         return []
-    pins = requirements(torch, markers, CUDA_REQUIREMENT)
+    pins = requirements(torch, judged, CUDA_REQUIREMENT)
     expanded = list(pins)
     for pin in pins:
         meta = installed.get(normalize(pin.name))
         if pin.extras and meta is not None:
-            expanded.extend(requirements(meta, markers, CUDA_REQUIREMENT, pin.extras))
+            expanded.extend(requirements(meta, judged, CUDA_REQUIREMENT, pin.extras))
     return expanded
 
 

@@ -25,7 +25,18 @@ Graph = Dict[str, List[Requirement]]
 def applies(requirement: Requirement, environment: Mapping[str, str], extras: Iterable[str] = ()) -> bool:
     """Whether the requirement's marker holds for `environment`, without an extra or with one of
     `extras`; a marker that cannot be evaluated (an undefined comparison) holds for no one."""
-    return Markers(environment).applies(requirement, extras)
+    return markers(environment).applies(requirement, extras)
+
+
+def markers(environment: Mapping[str, str]) -> "Markers":
+    """The one Markers of `environment` in this process: a check judges the same markers in the wheel,
+    NumPy and requirements checks, and a fix plan in its graph, the extras installed and its leaves."""
+    return shared_markers(tuple(sorted(environment.items())))
+
+
+@functools.lru_cache(maxsize=8)
+def shared_markers(environment: Tuple[Tuple[str, str], ...]) -> "Markers":
+    return Markers(dict(environment))
 
 
 class Markers:
@@ -143,11 +154,11 @@ def requested_extras(distributions: Mapping[str, Mapping[str, Any]], markers: Ma
 def requirements_in_effect(target: TargetView, assume_installed_extras: bool = False) -> Graph:
     """Installed name -> its requirements in effect for the target; with `assume_installed_extras`,
     also those of extras whose requirements are all installed (the safe side before removing anything)."""
-    markers = Markers(target.marker_environment())
+    judged = markers(target.marker_environment())
     distributions = target.distributions
-    seeds = installed_extras({name: parsed_requirements(dist) for name, dist in distributions.items()}, markers) if assume_installed_extras else {}
-    extras = requested_extras(distributions, markers, seeds)
+    seeds = installed_extras({name: parsed_requirements(dist) for name, dist in distributions.items()}, judged) if assume_installed_extras else {}
+    extras = requested_extras(distributions, judged, seeds)
     return {
-        name: [r for r in possible_requirements(dist, extras.get(name, set())) if markers.applies(r, extras.get(name, ()))]
+        name: [r for r in possible_requirements(dist, extras.get(name, set())) if judged.applies(r, extras.get(name, ()))]
         for name, dist in distributions.items()
     }
