@@ -89,6 +89,16 @@ def test_a_broken_rich_click_or_packaging_in_the_environment_never_reaches_the_d
     assert run.returncode == 0 and "was imported" not in run.stderr + run.stdout, run
 
 
+def test_the_nvml_child_imports_pynvml_from_the_archive(pyz, bare, tmp_path):
+    """The NVML query runs isolated and without site (-I -S); told where this process found pynvml,
+    it imports it from inside the archive and reaches NVML itself (here: no driver library)."""
+    ask = f"import sys; sys.path.insert(0, {str(pyz)!r}); from envdoctor.collect import gpu; print(gpu.pynvml_folder()); print(gpu.query_nvml())"
+    run = run_python(bare, "-c", ask, cwd=tmp_path)
+    folder, answer = run.stdout.splitlines()
+    assert folder == str(pyz), run
+    assert "NVMLError" in answer or "'source': 'nvml'" in answer, run
+
+
 @pytest.fixture(scope="session")
 def recorded(pyz, tmp_path_factory) -> dict:
     """A report the zipapp wrote, to be read back by the zipapp (which has no jsonschema)."""
