@@ -14,12 +14,20 @@ import threading
 import time
 from typing import List, Optional
 
-from envdoctor import host
+from envdoctor import host, package_data
 from envdoctor.capture.timeline import Timeline
+from envdoctor.collect.gpu import pynvml_folder
 from envdoctor.proc.children import kill_family, start_child
 
 MIB = 1 << 20
 DEVICE_NODES = ("/dev/nvidiactl", "/dev/dxg")  # Linux driver, WSL2 GPU paravirtualisation
+
+
+def nvml_sampler(interval: float) -> List[str]:
+    """The NVML reader's command line: isolated and without site, as the NVML query runs, and told where
+    this process finds pynvml (inside the zipapp, too, where `-m envdoctor...` would find nothing)."""
+    source = package_data.read_text(__package__, "nvml_sampler.py")
+    return [sys.executable, "-I", "-S", "-c", source, str(interval), pynvml_folder()]
 
 
 class GpuSampler:
@@ -51,7 +59,7 @@ class GpuSampler:
 
     def read_all(self) -> None:
         """NVML first; when it cannot start, nvidia-smi's own polling loop."""
-        self.read(self.spawn([sys.executable, "-m", "envdoctor.capture.nvml_sampler", str(self.interval)]), "nvml", self.nvml_line)
+        self.read(self.spawn(nvml_sampler(self.interval)), "nvml", self.nvml_line)
         if self.source is None and shutil.which("nvidia-smi"):
             query = "--query-gpu=count,index,name,memory.used,memory.total"
             argv = ["nvidia-smi", query, "--format=csv,noheader,nounits", f"-lms={max(100, int(self.interval * 1000))}"]

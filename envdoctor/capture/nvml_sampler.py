@@ -1,4 +1,6 @@
-"""Run as a child (`python -m envdoctor.capture.nvml_sampler INTERVAL`): prints GPU memory as JSON lines.
+"""Run as a child (`python -I -S -c <this source> INTERVAL PYNVML_FOLDER`, capture/gpu.py): prints GPU
+memory as JSON lines. Standard library and pynvml only, never envdoctor: the folder the doctor imports
+pynvml from goes first on sys.path.
 
 NVML loads the driver's library, which is part of what is diagnosed, so it never runs in the doctor's
 process. First line: the devices, or {"error": ...}; then {"used": [bytes per device]} each interval
@@ -36,4 +38,5 @@ def main(interval: float) -> None:
 
 
 if __name__ == "__main__":
+    sys.path[:0] = [folder for folder in sys.argv[2:3] if folder]
     main(float(sys.argv[1]))

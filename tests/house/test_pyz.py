@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO, built_once
+from conftest import REPO, built_once, write_host_root
 from helpers.model_files import model_saved_with
 from helpers.pythons import python_or_skip
 from helpers.reach import NEWEST, OLDEST, breakages, run_python, site_packages, venv
@@ -97,6 +97,16 @@ def test_the_nvml_child_imports_pynvml_from_the_archive(pyz, bare, tmp_path):
     folder, answer = run.stdout.splitlines()
     assert folder == str(pyz), run
     assert "NVMLError" in answer or "'source': 'nvml'" in answer, run
+
+
+def test_run_samples_gpu_memory_through_nvml_from_the_archive(pyz, bare, tmp_path):
+    """`run`'s GPU reader, an isolated child like the query, finds pynvml in the archive too: here, with a
+    device node presented and no driver library, NVML itself says why it cannot answer."""
+    root = write_host_root(tmp_path / "root", {"/dev/nvidiactl": ""})
+    run = run_python(bare, str(pyz), "run", "--always-report", "--report-dir", str(tmp_path / "reports"), "--", str(bare), "-c", "import time; time.sleep(1)", cwd=tmp_path, env={"ENVDOCTOR_ROOT": str(root)})  # long enough for the reader to answer
+    assert run.returncode == 0, run
+    report = json.loads(next((tmp_path / "reports").glob("*.json")).read_text())
+    assert any(p.startswith("nvml: NVMLError") for p in report["run"]["gpu"]["problems"]), report["run"]["gpu"]
 
 
 @pytest.fixture(scope="session")
