@@ -12,7 +12,7 @@ kernel's failed assertion before "device-side assert triggered") is the cause wh
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Optional
 
 from envdoctor.knowledge.errors import KnownError, explained_by, matching
@@ -22,7 +22,14 @@ NO_MODULE = re.compile(r"No module named '([^']+)'")
 NAMES = {
     "missing-module": "a module that is not installed",
     "error": "an exception",
+    "worker-error": "an exception in a worker process, after which the main process lost its pipe to the worker",
 }
+# The main process's end of a pipe or socket whose other end went away.
+LOST_PIPE = re.compile(r"^(?:EOFError|BrokenPipeError|ConnectionResetError|ConnectionAbortedError)\b")
+# multiprocessing's line before the traceback of a worker that died of an exception (Lib/multiprocessing/process.py,
+# BaseProcess._bootstrap: "Process %s:"), and the exception line that ends such a traceback.
+WORKER_DIED = re.compile(r"^Process [\w.-]+:$", re.M)
+EXCEPTION_LINE = re.compile(r"[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt)\b(?::.*)?$")
 
 
 @dataclass(frozen=True)
@@ -34,6 +41,7 @@ class Failure:
     named: str
     first_line: str
     known: Optional[KnownError] = None
+    worker: str = ""  # the exception a worker process died of, when the process that failed lost its pipe to it
 
     @property
     def name(self) -> str:
@@ -60,9 +68,23 @@ def classify_message(message: str, text: str, line: str) -> Failure:
     return Failure("error", "raises an exception", "", line)
 
 
+def worker_exception(output: str) -> Optional[str]:
+    """The exception line that ended the first multiprocessing worker whose traceback `output` holds."""
+    header = WORKER_DIED.search(output)
+    if header is None:
+        return None
+    return next((line.strip() for line in output[header.end():].splitlines() if EXCEPTION_LINE.match(line)), None)
+
+
 def classify_exception(exception: Optional[dict], output: str = "") -> Optional[Failure]:
-    """A parsed exception ({"type", "message"}) classified, with the output around it; None without one."""
+    """A parsed exception ({"type", "message"}) classified, with the output around it; None without one.
+    A main process that lost its pipe to a worker (EOFError from SubprocVecEnv's `recv`) after that
+    worker died of an exception failed of the worker's exception, classified as such."""
     if not exception:
         return None
     message = f"{exception.get('type')}: {exception.get('message', '')}"
+    died = worker_exception(output) if LOST_PIPE.match(message) else None
+    if died is not None:
+        failure = classify_message(died, f"{died}\n{output}", died)
+        return replace(failure, worker=died) if failure.known is not None else Failure("worker-error", "loses a worker to an exception", "", died, worker=died)
     return classify_message(message, f"{message}\n{output}", f"{exception.get('type')}: {first_line(exception.get('message', ''))}")

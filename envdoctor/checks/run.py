@@ -272,6 +272,8 @@ def exception_evidence(exception: Mapping[str, Any], failure: Failure) -> dict:
     }
     if failure.kind == "circular-import":
         evidence["cycle"] = import_cycle(exception.get("frames", ()), failure.named)
+    if failure.worker:
+        evidence["worker_exception"] = failure.worker
     return evidence
 
 

@@ -8,7 +8,7 @@ import re
 import pytest
 
 from envdoctor.checks.registry import load_checks
-from envdoctor.failures import classify_message
+from envdoctor.failures import classify_exception, classify_message
 from envdoctor.knowledge.errors import known_errors, matching
 from conftest import REPO
 
@@ -131,3 +131,34 @@ def test_a_message_from_an_issue_thread_is_classified_by_its_row(url, message, k
 def test_a_message_printed_before_the_one_it_explains_is_the_cause(before, message, kind):
     """Only for the kinds its row says it explains: an unrelated exception keeps its own."""
     assert classify_message(message, f"{before}\n{message}", message).kind == kind
+
+
+WORKER_DIED = """Process ForkServerProcess-2:
+Process ForkServerProcess-1:
+Traceback (most recent call last):
+Traceback (most recent call last):
+  File "/usr/lib/python3.11/multiprocessing/process.py", line 314, in _bootstrap
+    self.run()
+  File "/srv/env.py", line 9, in step
+    raise RuntimeError("CUDA out of memory. Tried to allocate 2.00 GiB")
+RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB
+  File "/usr/lib/python3.11/multiprocessing/process.py", line 314, in _bootstrap
+RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB
+Traceback (most recent call last):
+  File "/srv/train.py", line 13, in <module>
+EOFError"""
+
+
+@pytest.mark.parametrize("raised, output, kind, worker", [
+    ({"type": "EOFError", "message": ""}, WORKER_DIED, "cuda-out-of-memory", "RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB"),
+    ({"type": "BrokenPipeError", "message": "[Errno 32] Broken pipe"}, WORKER_DIED.replace("CUDA out of memory", "bad action"), "worker-error", "RuntimeError: bad action. Tried to allocate 2.00 GiB"),
+    ({"type": "EOFError", "message": "EOF when reading a line"}, "Traceback (most recent call last):\n  File \"/srv/ask.py\", line 1\nEOFError: EOF when reading a line", "error", ""),
+    ({"type": "ValueError", "message": "bad shape"}, WORKER_DIED.replace("CUDA out of memory", "bad action"), "error", ""),
+])
+def test_a_lost_pipe_after_a_worker_died_is_the_workers_exception(raised, output, kind, worker):
+    """Only the main process's lost pipe (EOFError, BrokenPipeError, ...) is read as its worker's death;
+    an input() at end of file, or an exception of its own, stays what it is."""
+    failure = classify_exception(raised, output)
+    assert (failure.kind, failure.worker) == (kind, worker)
+    if worker:
+        assert failure.first_line == worker
