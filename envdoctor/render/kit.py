@@ -7,6 +7,7 @@ from __future__ import annotations
 import io
 import re
 
+from rich.cells import cell_len
 from rich.console import Console
 from rich.text import Text
 
@@ -48,7 +49,9 @@ def glyph(severity: Severity) -> Text:
 def say(console: Console, text: Text, indent: int) -> None:
     """Print `text` with a hanging indent, wrapped at the console's width: wrapped here, then printed
     in one call that wraps nothing again (a print is rich's costly step)."""
-    lines = text.wrap(console, console.width - indent)
+    width = console.width - indent
+    fits = "\n" not in text.plain and "\t" not in text.plain and cell_len(text.plain) <= width
+    lines = [text.copy()] if fits else text.wrap(console, width)  # most lines fit: rich's wrapping is the costly part
     for line in lines:
         line.rstrip()
     console.print(Text("\n").join(Text(" " * indent) + line for line in lines), no_wrap=True, overflow="ignore", crop=False)
