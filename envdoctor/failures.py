@@ -23,6 +23,7 @@ NAMES = {
     "missing-module": "a module that is not installed",
     "error": "an exception",
     "worker-error": "an exception in a worker process, after which the main process lost its pipe to the worker",
+    "worker-crash": "a worker process that crashed in native code, after which the main process lost its pipe to the worker",
 }
 # The main process's end of a pipe or socket whose other end went away.
 LOST_PIPE = re.compile(r"^(?:EOFError|BrokenPipeError|ConnectionResetError|ConnectionAbortedError)\b")
@@ -30,6 +31,10 @@ LOST_PIPE = re.compile(r"^(?:EOFError|BrokenPipeError|ConnectionResetError|Conne
 # BaseProcess._bootstrap: "Process %s:"), and the exception line that ends such a traceback.
 WORKER_DIED = re.compile(r"^Process [\w.-]+:$", re.M)
 EXCEPTION_LINE = re.compile(r"[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt)\b(?::.*)?$")
+# What faulthandler's first line says of a process a fatal signal ends ("Fatal Python error: Segmentation
+# fault", Modules/faulthandler.c), as crash/tracebacks.py records it: the part after the prefix, which
+# two processes writing at once can leave repeated.
+NATIVE_DEATH = re.compile(r"(?:Fatal Python error: )*(Segmentation fault|Aborted|Bus error|Floating[- ]point exception|Illegal instruction)$")
 
 
 @dataclass(frozen=True)
@@ -76,15 +81,21 @@ def worker_exception(output: str) -> Optional[str]:
     return next((line.strip() for line in output[header.end():].splitlines() if EXCEPTION_LINE.match(line)), None)
 
 
-def classify_exception(exception: Optional[dict], output: str = "") -> Optional[Failure]:
+def classify_exception(exception: Optional[dict], output: str = "", fatal_error: Optional[str] = None) -> Optional[Failure]:
     """A parsed exception ({"type", "message"}) classified, with the output around it; None without one.
     A main process that lost its pipe to a worker (EOFError from SubprocVecEnv's `recv`) after that
-    worker died of an exception failed of the worker's exception, classified as such."""
+    worker died of an exception failed of the worker's exception, classified as such; after a worker's
+    fatal signal (`fatal_error`, faulthandler's first line as the run recorded it), of that crash."""
     if not exception:
         return None
     message = f"{exception.get('type')}: {exception.get('message', '')}"
-    died = worker_exception(output) if LOST_PIPE.match(message) else None
+    lost = LOST_PIPE.match(message)
+    died = worker_exception(output) if lost else None
     if died is not None:
         failure = classify_message(died, f"{died}\n{output}", died)
         return replace(failure, worker=died) if failure.known is not None else Failure("worker-error", "loses a worker to an exception", "", died, worker=died)
+    signal = NATIVE_DEATH.match(fatal_error or "") if lost else None
+    if signal is not None:  # the process that raised outlived the signal: a worker of it died of that
+        said = f"Fatal Python error: {signal.group(1)}"
+        return Failure("worker-crash", "loses a worker to a native crash", "", said, worker=said)
     return classify_message(message, f"{message}\n{output}", f"{exception.get('type')}: {first_line(exception.get('message', ''))}")

@@ -289,6 +289,8 @@ def exception_remedies(facts: Mapping[str, Any], failure: Failure) -> Tuple[Reme
         )
     if failure.kind == "missing-module":
         return (Remedy(f"Install what provides `{top}` into the interpreter the command ran:", shlex.join([python, "-m", "pip", "install", top])),)
+    if failure.kind == "worker-crash":
+        return (Remedy("Step the environment in the main process (DummyVecEnv instead of SubprocVecEnv, num_workers=0 for a DataLoader): the crash then ends the command itself, where `envdoctor run --gdb` shows its native frame and the native-crash checks apply."),)
     return table_remedy(failure.known, python)
 
 
@@ -346,12 +348,14 @@ def exception(facts: Mapping[str, Any]) -> Iterable[Finding]:
     raised = run.get("exception")
     if ending_kind(facts) != "exit" or not raised:
         return
-    failure = classify_exception(raised, "\n".join(view.output_lines("stderr")))
+    failure = classify_exception(raised, "\n".join(view.output_lines("stderr")), (run.get("python_stacks") or {}).get("fatal_error"))
     evidence = exception_evidence(raised, failure)
     cycle = f" ({' → '.join(evidence['cycle'])})" if evidence.get("cycle") else ""
     fault = stacks.frame_at_fault(raised.get("frames") or [])
     evidence["at"] = stacks.frame_text(fault) if fault else None
     evidence["own_code"] = failure.kind == "error" and in_own_code(fault)
+    if failure.kind == "worker-crash":
+        evidence["worker_crashed"] = where(run).strip()
     if evidence["own_code"]:
         said = first_line(raised.get("message", ""))
         title = f"Your program raised {raised['type']} at {stacks.short(fault['file'])}:{fault.get('line')}" + (f": {said}" if said else "")

@@ -115,7 +115,8 @@ def exception_cause(facts: Mapping[str, Any], kind: str, said: Finding, rule: st
     line = f"it failed with {said.evidence.get('type') or 'an error'}: {said.evidence.get('message') or said.title}"
     worker = said.evidence.get("worker_exception")
     if worker:
-        line = f"a worker process died of {worker}; then the main process failed with {said.evidence.get('type')} at {said.evidence.get('at')}, its pipe to the worker closed"
+        crashed = f" {said.evidence['worker_crashed']}" if said.evidence.get("worker_crashed") else ""
+        line = f"a worker process died of {worker}{crashed}; then the main process failed with {said.evidence.get('type')} at {said.evidence.get('at')}, its pipe to the worker closed"
     loader = [str(text) for text in said.evidence.get("loader") or ()]
     known = by_kind(kind)
     if explained is not None and explained is not said:
@@ -133,6 +134,8 @@ def exception_cause(facts: Mapping[str, Any], kind: str, said: Finding, rule: st
         return cause(said, "confirmed", [line, f"raised by the program's own code at {said.evidence.get('at')}; nothing in the environment is implicated"], rule)
     if kind == "worker-error":
         return cause(said, "confirmed", [line, "the worker's own traceback, printed before the main process's, says where it raised"], rule)
+    if kind == "worker-crash":
+        return cause(said, "confirmed", [line, "the worker's Python stack, written by faulthandler as it died, says where"], rule)
     where = [f"raised at {said.evidence['at']}"] if said.evidence.get("at") else []
     return cause(said, "likely", [line] + where + extra, rule)
 

@@ -162,3 +162,17 @@ def test_a_lost_pipe_after_a_worker_died_is_the_workers_exception(raised, output
     assert (failure.kind, failure.worker) == (kind, worker)
     if worker:
         assert failure.first_line == worker
+
+
+@pytest.mark.parametrize("raised, fatal_error, kind", [
+    ({"type": "EOFError", "message": ""}, "Segmentation fault", "worker-crash"),
+    ({"type": "BrokenPipeError", "message": "[Errno 32] Broken pipe"}, "Fatal Python error: Aborted", "worker-crash"),  # two dumps written at once
+    ({"type": "EOFError", "message": ""}, None, "error"),
+    ({"type": "EOFError", "message": ""}, "init_fs_encoding: failed to get the Python codec", "error"),  # not a signal
+    ({"type": "ValueError", "message": "bad shape"}, "Segmentation fault", "error"),  # its own exception, not a lost pipe
+])
+def test_a_lost_pipe_after_a_workers_fatal_signal_is_that_crash(raised, fatal_error, kind):
+    failure = classify_exception(raised, "", fatal_error)
+    assert failure.kind == kind
+    if kind == "worker-crash":
+        assert failure.worker == failure.first_line and failure.first_line.startswith("Fatal Python error: ") and "error: Fatal" not in failure.first_line
