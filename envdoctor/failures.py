@@ -98,4 +98,5 @@ def classify_exception(exception: Optional[dict], output: str = "", fatal_error:
     if signal is not None:  # the process that raised outlived the signal: a worker of it died of that
         said = f"Fatal Python error: {signal.group(1)}"
         return Failure("worker-crash", "loses a worker to a native crash", "", said, worker=said)
-    return classify_message(message, f"{message}\n{output}", f"{exception.get('type')}: {first_line(exception.get('message', ''))}")
+    said = first_line(exception.get("message", ""))
+    return classify_message(message, f"{message}\n{output}", f"{exception.get('type')}: {said}" if said else str(exception.get("type")))

@@ -112,7 +112,8 @@ def exception_cause(facts: Mapping[str, Any], kind: str, said: Finding, rule: st
     its message makes it: a message that states its cause, or an exception raised by the program's own
     code with nothing in the environment behind it, is confirmed."""
     explained = first(facts, *explaining(kind))
-    line = f"it failed with {said.evidence.get('type') or 'an error'}: {said.evidence.get('message') or said.title}"
+    raised, message = said.evidence.get("type"), said.evidence.get("message")
+    line = f"it failed with {raised}" + (f": {message}" if message else "") if raised else f"it failed: {said.title}"
     worker = said.evidence.get("worker_exception")
     if worker:
         crashed = f" {said.evidence['worker_crashed']}" if said.evidence.get("worker_crashed") else ""
