@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, replace
-from typing import Optional
+from typing import Optional, Tuple
 
 from envdoctor.knowledge.errors import KnownError, explained_by, matching
 
@@ -73,12 +73,18 @@ def classify_message(message: str, text: str, line: str) -> Failure:
     return Failure("error", "raises an exception", "", line)
 
 
-def worker_exception(output: str) -> Optional[str]:
-    """The exception line that ended the first multiprocessing worker whose traceback `output` holds."""
+def worker_exception(output: str) -> Optional[Tuple[str, str]]:
+    """The exception line that ended the first multiprocessing worker whose traceback `output` holds,
+    and that traceback (from multiprocessing's line before it to the exception line)."""
     header = WORKER_DIED.search(output)
     if header is None:
         return None
-    return next((line.strip() for line in output[header.end():].splitlines() if EXCEPTION_LINE.match(line)), None)
+    at = header.end()
+    for line in output[header.end():].splitlines(keepends=True):
+        at += len(line)
+        if EXCEPTION_LINE.match(line):
+            return line.strip(), output[header.start():at]
+    return None
 
 
 def classify_exception(exception: Optional[dict], output: str = "", fatal_error: Optional[str] = None) -> Optional[Failure]:
@@ -90,9 +96,10 @@ def classify_exception(exception: Optional[dict], output: str = "", fatal_error:
         return None
     message = f"{exception.get('type')}: {exception.get('message', '')}"
     lost = LOST_PIPE.match(message)
-    died = worker_exception(output) if lost else None
-    if died is not None:
-        failure = classify_message(died, f"{died}\n{output}", died)
+    found = worker_exception(output) if lost else None
+    if found is not None:
+        died, traceback = found  # classified by the worker's own traceback, not by the main process's
+        failure = classify_message(died, traceback, died)
         return replace(failure, worker=died) if failure.known is not None else Failure("worker-error", "loses a worker to an exception", "", died, worker=died)
     signal = NATIVE_DEATH.match(fatal_error or "") if lost else None
     if signal is not None:  # the process that raised outlived the signal: a worker of it died of that
