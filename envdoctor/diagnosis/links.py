@@ -117,7 +117,8 @@ def exception_cause(facts: Mapping[str, Any], kind: str, said: Finding, rule: st
     worker = said.evidence.get("worker_exception")
     if worker:
         crashed = f" {said.evidence['worker_crashed']}" if said.evidence.get("worker_crashed") else ""
-        line = f"a worker process died of {worker}{crashed}; then the main process failed with {said.evidence.get('type')} at {said.evidence.get('at')}, its pipe to the worker closed"
+        at = f" at {said.evidence['at']}" if said.evidence.get("at") else ""
+        line = f"a worker process died of {worker}{crashed}; then the main process failed with {raised}{at}, its pipe to the worker closed"
     loader = [str(text) for text in said.evidence.get("loader") or ()]
     known = by_kind(kind)
     if explained is not None and explained is not said:
