@@ -9,14 +9,13 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
-import sys
 import threading
 import time
 from typing import List, Optional
 
 from envdoctor import host, package_data
 from envdoctor.capture.timeline import Timeline
-from envdoctor.collect.gpu import pynvml_folder
+from envdoctor.collect.gpu import nvml_child
 from envdoctor.proc.children import kill_family, start_child
 
 MIB = 1 << 20
@@ -24,10 +23,9 @@ DEVICE_NODES = ("/dev/nvidiactl", "/dev/dxg")  # Linux driver, WSL2 GPU paravirt
 
 
 def nvml_sampler(interval: float) -> List[str]:
-    """The NVML reader's command line: isolated and without site, as the NVML query runs, and told where
-    this process finds pynvml (inside the zipapp, too, where `-m envdoctor...` would find nothing)."""
-    source = package_data.read_text(__package__, "nvml_sampler.py")
-    return [sys.executable, "-I", "-S", "-c", source, str(interval), pynvml_folder()]
+    """The NVML reader's command line, started as the NVML query is (inside the zipapp too, where
+    `-m envdoctor...` would find nothing)."""
+    return nvml_child(package_data.read_text(__package__, "nvml_sampler.py"), str(interval))
 
 
 class GpuSampler:

@@ -1,4 +1,4 @@
-"""Run as a child (`python -I -S -c <this source> INTERVAL PYNVML_FOLDER`, capture/gpu.py): prints GPU
+"""Run as a child (`python -I -S -c <this source> PYNVML_FOLDER INTERVAL`, capture/gpu.py): prints GPU
 memory as JSON lines. Standard library and pynvml only, never envdoctor: the folder the doctor imports
 pynvml from goes first on sys.path.
 
@@ -38,5 +38,5 @@ def main(interval: float) -> None:
 
 
 if __name__ == "__main__":
-    sys.path[:0] = [folder for folder in sys.argv[2:3] if folder]
-    main(float(sys.argv[1]))
+    sys.path[:0] = [folder for folder in sys.argv[1:2] if folder]
+    main(float(sys.argv[2]))
