@@ -13,7 +13,6 @@ from __future__ import annotations
 import shlex
 from typing import Any, Callable, Iterable, List, Mapping, Optional, Tuple
 
-from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
 from envdoctor.checks import check
@@ -22,6 +21,7 @@ from envdoctor.facts.environ import EnvironView
 from envdoctor.facts.gpu import GpuView
 from envdoctor.facts.libraries import LibrariesView
 from envdoctor.facts.probe import probe_of
+from envdoctor.facts.requirements import parsed_requirements
 from envdoctor.facts.system import SystemView
 from envdoctor.facts.target import TargetView, TorchBuild
 from envdoctor.knowledge import arches, drivers, minor_of, torch_matrix, version_tuple, wheels
@@ -160,11 +160,7 @@ def shipped_kernels(facts: Mapping[str, Any], build: TorchBuild) -> Optional[arc
 def pinned_cuda_runtime(facts: Mapping[str, Any]) -> Optional[str]:
     """The CUDA x.y that torch's metadata pins its runtime wheel to (nvidia-cuda-runtime-cu12==12.8.90,
     cuda-toolkit[cudart]==13.0.2); None for a torch that brings its own libraries or pins none."""
-    for text in (view_of(facts, TargetView).distributions.get("torch") or {}).get("requires") or ():
-        try:
-            requirement = Requirement(str(text))
-        except InvalidRequirement:
-            continue
+    for requirement in parsed_requirements(view_of(facts, TargetView).distributions.get("torch") or {}):
         name = wheels.project_of(canonicalize_name(requirement.name))
         pins = [s.version for s in requirement.specifier if s.operator == "=="]
         if name in RUNTIME_WHEELS and pins and version_tuple(pins[0]):

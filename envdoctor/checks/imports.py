@@ -15,11 +15,11 @@ import re
 import shlex
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
-from packaging.requirements import InvalidRequirement, Requirement
 
 from envdoctor.checks import check
 from envdoctor.facts import view_of
 from envdoctor.facts.environ import EnvironView
+from envdoctor.facts.requirements import parsed_requirements
 from envdoctor.facts.system import SystemView
 from envdoctor.facts.target import TargetView, normalize
 from envdoctor.failures import Failure, classify_message, first_line
@@ -158,11 +158,7 @@ def module_provider(facts: Mapping[str, Any], result: Mapping[str, Any], module:
     top = module.split(".")[0]
     candidates = [known_provider("module", module), known_provider("module", top), top]
     requirer = view_of(facts, TargetView).distributions.get(normalize(result["distribution"])) or {}
-    for text in requirer.get("requires", ()):
-        try:
-            requirement = Requirement(text)
-        except InvalidRequirement:
-            continue
+    for requirement in parsed_requirements(requirer):
         if any(c and normalize(requirement.name) == normalize(c) for c in candidates):
             extra = EXTRA.search(str(requirement.marker or ""))
             return requirement.name, extra.group(1) if extra else None

@@ -20,7 +20,7 @@ from envdoctor.checks import check
 from envdoctor.facts import view_of
 from envdoctor.facts.conda import CondaView
 from envdoctor.facts.probe import probe_of
-from envdoctor.facts.requirements import Markers, markers, parsed_line, requires_lines
+from envdoctor.facts.requirements import Markers, markers, parsed_lines, requires_lines
 from envdoctor.facts.target import TargetView, normalize, parse_version
 from envdoctor.knowledge import wheels
 from envdoctor.model import Finding, Remedy, Severity
@@ -49,8 +49,8 @@ def pinned(dist: Mapping[str, Any]) -> str:
 
 def requirements(dist: Mapping[str, Any], judged: Markers, wanted: "re.Pattern[str]", extras: Iterable[str] = ()) -> List[Requirement]:
     """The distribution's requirements that match `wanted` and apply here (for `extras` when given)."""
-    parsed = (parsed_line(line) for line in requires_lines(dist) if wanted.match(line))
-    return [requirement for requirement in parsed if requirement is not None and judged.applies(requirement, extras)]
+    parsed = parsed_lines(line for line in requires_lines(dist) if wanted.match(line))
+    return [requirement for requirement in parsed if judged.applies(requirement, extras)]
 
 
 def below_requirement(requirement: Requirement, installed: Version) -> bool:

@@ -91,16 +91,20 @@ def requires_lines(dist: Mapping[str, Any]) -> List[str]:
     return [line for line in lines if isinstance(line, str)] if isinstance(lines, list) else []
 
 
+def parsed_lines(lines: Iterable[str]) -> List[Requirement]:
+    """The lines that parse as requirements; one that does not is no verdict about this environment."""
+    return [requirement for requirement in map(parsed_line, lines) if requirement is not None]
+
+
 def parsed_requirements(dist: Mapping[str, Any]) -> List[Requirement]:
-    """The Requires-Dist lines that parse; one that does not is no verdict about this environment."""
-    return [requirement for requirement in map(parsed_line, requires_lines(dist)) if requirement is not None]
+    """The distribution's Requires-Dist lines that parse."""
+    return parsed_lines(requires_lines(dist))
 
 
 def possible_requirements(dist: Mapping[str, Any], extras: Set[str]) -> List[Requirement]:
     """`parsed_requirements` less the lines behind one extra that is not among `extras`: such a line
     cannot hold (as its marker would say), and is left unparsed, which is most of the cost of a graph."""
-    kept = [line for line in requires_lines(dist) if not behind_another_extra(line, extras)]
-    return [requirement for requirement in map(parsed_line, kept) if requirement is not None]
+    return parsed_lines(line for line in requires_lines(dist) if not behind_another_extra(line, extras))
 
 
 def behind_another_extra(line: str, extras: Set[str]) -> bool:
@@ -118,7 +122,7 @@ def extras_named(requirement: Requirement) -> Tuple[Set[str], bool]:
     return {normalize(name) for name in found}, text.count("extra") == len(found)
 
 
-def installed_extras(parsed: Graph, markers: Markers) -> Dict[str, Set[str]]:
+def installed_extras(parsed: Graph, judged: Markers) -> Dict[str, Set[str]]:
     """Extras whose every added requirement is installed: `pip install tensorflow[and-cuda]` leaves no
     other trace, and a planner that removes things must assume such an extra is in use. What an extra
     adds is looked for among the requirements that name it (a distribution with 40 extras and 300
@@ -127,13 +131,13 @@ def installed_extras(parsed: Graph, markers: Markers) -> Dict[str, Set[str]]:
     for name, requirements in parsed.items():
         named = [(requirement, extras_named(requirement)[0]) for requirement in requirements]
         for extra in set().union(*(extras for _, extras in named)):
-            added = [r for r, extras in named if extra in extras and markers.applies(r, (extra,)) and not markers.applies(r)]
+            added = [r for r, extras in named if extra in extras and judged.applies(r, (extra,)) and not judged.applies(r)]
             if added and all(normalize(r.name) in parsed for r in added):
                 found.setdefault(name, set()).add(extra)
     return found
 
 
-def requested_extras(distributions: Mapping[str, Mapping[str, Any]], markers: Markers, seeds: Mapping[str, Set[str]]) -> Dict[str, Set[str]]:
+def requested_extras(distributions: Mapping[str, Mapping[str, Any]], judged: Markers, seeds: Mapping[str, Set[str]]) -> Dict[str, Set[str]]:
     """Name -> extras in effect: `seeds`, plus every `pkg[x]` asked for by a requirement in effect,
     followed until nothing new is asked (an extra may ask for further extras)."""
     requested = {name: set(extras) for name, extras in seeds.items()}
@@ -142,7 +146,7 @@ def requested_extras(distributions: Mapping[str, Mapping[str, Any]], markers: Ma
         changed = False
         for name, dist in distributions.items():
             for requirement in possible_requirements(dist, requested.get(name, set())):
-                if not requirement.extras or not markers.applies(requirement, requested.get(name, ())):
+                if not requirement.extras or not judged.applies(requirement, requested.get(name, ())):
                     continue
                 wanted = requested.setdefault(normalize(requirement.name), set())
                 new = {normalize(e) for e in requirement.extras} - wanted

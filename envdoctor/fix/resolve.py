@@ -17,11 +17,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Tuple
 
-from packaging.requirements import InvalidRequirement, Requirement
+from packaging.requirements import Requirement
 from packaging.specifiers import SpecifierSet
 from packaging.version import InvalidVersion, Version
 
-from envdoctor.facts.requirements import applies, requirements_in_effect
+from envdoctor.facts.requirements import applies, parsed_lines, requirements_in_effect
 from envdoctor.facts.target import normalize
 from envdoctor.fix.plan import PackageChange
 from envdoctor.fix.releases import Release, ReleaseIndex
@@ -34,16 +34,6 @@ MAX_LOOKUPS = 40  # release metadata read per package before it is called lost
 def major_range(version: Version) -> str:
     """ "2.7.1" -> ">=2,<3": the user's major, which a put-back keeps when it can."""
     return f">={version.major},<{version.major + 1}"
-
-
-def parsed(lines: Iterable[str]) -> List[Requirement]:
-    found = []
-    for line in lines:
-        try:
-            found.append(Requirement(line))
-        except InvalidRequirement:
-            continue
-    return found
 
 
 @dataclass
@@ -92,7 +82,7 @@ class Resolver:
         for specifier, why in self.needs.get(release.name, ()):
             if not specifier.contains(release.version, prereleases=True):
                 return why
-        return self.clash(parsed(release.requires))
+        return self.clash(parsed_lines(release.requires))
 
     def candidates(self, name: str, versions: List[Version]) -> List[Version]:
         """The installed major's releases first, newest first, then the others, newest first."""
@@ -119,7 +109,7 @@ class Resolver:
                 moved = "" if version.major == installed.major else f"; no release of major {installed.major} fits, so the major changes"
                 self.changes[name] = PackageChange(shown, str(installed), str(version), f"{shown}=={version}", f"{because}; {version} is the newest release whose metadata admits the new stack ({self.index.where}){moved}")
                 self.fixed[name], self.fixed_why[name] = version, f"{shown} is put back at {version}"
-                for requirement in parsed(release.requires):
+                for requirement in parsed_lines(release.requires):
                     if applies(requirement, self.environment):
                         self.needs.setdefault(normalize(requirement.name), []).append((requirement.specifier, f"{shown} {version} requires {requirement.name}{requirement.specifier}"))
                 return
