@@ -149,30 +149,28 @@ Traceback (most recent call last):
 EOFError"""
 
 
-@pytest.mark.parametrize("raised, output, kind, worker", [
-    ({"type": "EOFError", "message": ""}, WORKER_DIED, "cuda-out-of-memory", "RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB"),
-    ({"type": "BrokenPipeError", "message": "[Errno 32] Broken pipe"}, WORKER_DIED.replace("CUDA out of memory", "bad action"), "worker-error", "RuntimeError: bad action. Tried to allocate 2.00 GiB"),
-    ({"type": "EOFError", "message": "EOF when reading a line"}, "Traceback (most recent call last):\n  File \"/srv/ask.py\", line 1\nEOFError: EOF when reading a line", "error", ""),
-    ({"type": "ValueError", "message": "bad shape"}, WORKER_DIED.replace("CUDA out of memory", "bad action"), "error", ""),
+EOF_ = {"type": "EOFError", "message": ""}
+PIPE = {"type": "BrokenPipeError", "message": "[Errno 32] Broken pipe"}
+OWN = {"type": "ValueError", "message": "bad shape"}
+BAD_ACTION = WORKER_DIED.replace("CUDA out of memory", "bad action")
+
+
+@pytest.mark.parametrize("raised, output, fatal_error, kind, worker", [
+    (EOF_, WORKER_DIED, None, "cuda-out-of-memory", "RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB"),
+    (PIPE, BAD_ACTION, None, "worker-error", "RuntimeError: bad action. Tried to allocate 2.00 GiB"),
+    (EOF_, "", "Segmentation fault", "worker-crash", "Fatal Python error: Segmentation fault"),
+    (PIPE, "", "Fatal Python error: Aborted", "worker-crash", "Fatal Python error: Aborted"),  # two dumps written at once
+    ({"type": "EOFError", "message": "EOF when reading a line"}, "Traceback (most recent call last):\n  File \"/srv/ask.py\", line 1\nEOFError: EOF when reading a line", None, "error", ""),
+    (EOF_, "", None, "error", ""),
+    (EOF_, "", "init_fs_encoding: failed to get the Python codec", "error", ""),  # not a signal
+    (OWN, BAD_ACTION, None, "error", ""),  # its own exception, not a lost pipe
+    (OWN, "", "Segmentation fault", "error", ""),
 ])
-def test_a_lost_pipe_after_a_worker_died_is_the_workers_exception(raised, output, kind, worker):
-    """Only the main process's lost pipe (EOFError, BrokenPipeError, ...) is read as its worker's death;
-    an input() at end of file, or an exception of its own, stays what it is."""
-    failure = classify_exception(raised, output)
+def test_a_lost_pipe_is_read_by_what_its_worker_left(raised, output, fatal_error, kind, worker):
+    """Only the main process's lost pipe (EOFError, BrokenPipeError, ...) is read as its worker's death:
+    the worker's traceback, classified, or the fatal signal faulthandler recorded; an input() at end of
+    file, or an exception of the process's own, stays what it is."""
+    failure = classify_exception(raised, output, fatal_error)
     assert (failure.kind, failure.worker) == (kind, worker)
     if worker:
         assert failure.first_line == worker
-
-
-@pytest.mark.parametrize("raised, fatal_error, kind", [
-    ({"type": "EOFError", "message": ""}, "Segmentation fault", "worker-crash"),
-    ({"type": "BrokenPipeError", "message": "[Errno 32] Broken pipe"}, "Fatal Python error: Aborted", "worker-crash"),  # two dumps written at once
-    ({"type": "EOFError", "message": ""}, None, "error"),
-    ({"type": "EOFError", "message": ""}, "init_fs_encoding: failed to get the Python codec", "error"),  # not a signal
-    ({"type": "ValueError", "message": "bad shape"}, "Segmentation fault", "error"),  # its own exception, not a lost pipe
-])
-def test_a_lost_pipe_after_a_workers_fatal_signal_is_that_crash(raised, fatal_error, kind):
-    failure = classify_exception(raised, "", fatal_error)
-    assert failure.kind == kind
-    if kind == "worker-crash":
-        assert failure.worker == failure.first_line and failure.first_line.startswith("Fatal Python error: ") and "error: Fatal" not in failure.first_line
