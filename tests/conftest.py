@@ -26,6 +26,17 @@ TEST_DATA = REPO / "tests" / "data"
 CONSTRAINTS = REPO / "constraints" / "test.txt"
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item):
+    """The tests of one xdist_group share what they start once (the Ray cluster of tests/fleet): under
+    `--dist loadgroup` pytest-xdist sends them to one worker by a suffix it writes into their ids, which
+    some pytest releases drop (pytest-dev/pytest-xdist#1386), and then each test would start its own,
+    silently. Such a test fails before its fixtures start anything."""
+    grouped = getattr(item.config.option, "loadgroup", False) and item.get_closest_marker("xdist_group")
+    if grouped and "@" not in item.nodeid.rpartition("]")[2]:
+        pytest.fail(f"--dist loadgroup does not group this test with pytest {pytest.__version__} (pytest-dev/pytest-xdist#1386): use the pytest of constraints/test-venv.txt", pytrace=False)
+
+
 @pytest.fixture(scope="session", autouse=True)
 def sb3_logs_kept_in_the_session(tmp_path_factory):
     """SB3's learn() without a logger makes a folder under the system's temporary directory that
