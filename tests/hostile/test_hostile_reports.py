@@ -139,7 +139,11 @@ def view_args(view: str, tmp_path: Path, report: dict, payload: str) -> List[str
     return ["inspect", str(model)]
 
 
-@pytest.mark.parametrize("view", VIEWS)
+# one child on a pseudo-terminal per view and payload: the quick subset keeps the check's own view
+ON_TERMINAL = [pytest.param(view, id=view, marks=() if view == "check-terminal" else pytest.mark.slow) for view in VIEWS]
+
+
+@pytest.mark.parametrize("view", ON_TERMINAL)
 @pytest.mark.parametrize("payload", list(PAYLOADS.values()), ids=list(PAYLOADS))
 def test_outside_strings_reach_the_terminal_escaped(real_report, tmp_path, view, payload):
     code, shown, stderr = on_terminal(*view_args(view, tmp_path, real_report, payload), cwd=tmp_path)

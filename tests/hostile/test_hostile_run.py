@@ -177,6 +177,7 @@ def test_a_huge_rejected_value_is_shortened_in_the_message():
 # --- the child runner: a limit is absolute, and the whole family ends with the child ------------------
 
 
+@pytest.mark.slow  # waits out real time limits
 def test_a_setsid_grandchild_holding_stdout_does_not_keep_an_exited_child_waited_on(tmp_path, pid_file):
     python = fake_python(tmp_path, pid_file, "exit 1")
     started = time.monotonic()
@@ -186,6 +187,7 @@ def test_a_setsid_grandchild_holding_stdout_does_not_keep_an_exited_child_waited
     assert survivors(pids_in(pid_file) + pids_in(fakes_of(pid_file))) == []
 
 
+@pytest.mark.slow  # waits out real time limits
 def test_a_hanging_child_with_a_setsid_grandchild_ends_at_its_limit(tmp_path, pid_file):
     python = fake_python(tmp_path, pid_file, "exec sleep 1000")
     started = time.monotonic()
@@ -195,6 +197,7 @@ def test_a_hanging_child_with_a_setsid_grandchild_ends_at_its_limit(tmp_path, pi
     assert survivors(pids_in(pid_file) + pids_in(fakes_of(pid_file))) == []
 
 
+@pytest.mark.slow  # waits out real time limits
 def test_a_streamed_child_with_a_setsid_grandchild_ends_at_its_limit(tmp_path, pid_file):
     python = fake_python(tmp_path, pid_file, "echo started\nexec sleep 1000")
     lines: List[str] = []
@@ -205,12 +208,14 @@ def test_a_streamed_child_with_a_setsid_grandchild_ends_at_its_limit(tmp_path, p
     assert survivors(pids_in(pid_file) + pids_in(fakes_of(pid_file))) == []
 
 
+@pytest.mark.slow  # waits out real time limits
 def test_a_child_that_closes_its_pipes_is_still_waited_for_to_its_limit(pid_file):
     result = children.run_child(["sh", "-c", f"echo $$ >> {pid_file}; exec >&- 2>&-; sleep 1000"], timeout=1)
     assert result.timed_out
     assert survivors(pids_in(pid_file)) == []
 
 
+@pytest.mark.slow  # waits out real time limits
 def test_a_child_that_never_stops_writing_ends_at_its_limit_and_its_output_is_bounded():
     started = time.monotonic()
     result = children.run_child(["yes"], timeout=1)
@@ -219,6 +224,7 @@ def test_a_child_that_never_stops_writing_ends_at_its_limit_and_its_output_is_bo
     assert len(result.stdout) <= 2 * children.KEPT_BYTES + 100 and "bytes left out ...]" in result.stdout
 
 
+@pytest.mark.slow  # waits out real time limits
 def test_a_streamed_line_without_an_end_is_handed_over_in_bounded_pieces():
     lengths: List[int] = []
     result = children.stream_child(["sh", "-c", "yes | tr -d '\\n'"], lambda line: lengths.append(len(line)), timeout=1)
@@ -234,12 +240,14 @@ LEFTOVERS = (
 
 
 @pytest.mark.parametrize("command", LEFTOVERS + (pytest.param("env -i sleep 1000", id="cleared-environment-in-the-group"),))
+@pytest.mark.slow  # waits out real time limits
 def test_what_an_ended_child_leaves_running_is_killed(pid_file, command):
     result = children.run_child(["sh", "-c", leave(command, pid_file) + "; exit 0"], timeout=10)
     assert result.returncode == 0 and not result.timed_out, result
     assert survivors(pids_in(pid_file)) == []
 
 
+@pytest.mark.slow  # waits out real time limits
 def test_a_double_forked_orphan_is_killed(pid_file):
     script = f"(setsid sleep 1000 & echo $! >> {pid_file}) & until [ -s {pid_file} ]; do sleep 0.01; done; exit 0"
     started = time.monotonic()
@@ -248,6 +256,7 @@ def test_a_double_forked_orphan_is_killed(pid_file):
     assert survivors(pids_in(pid_file)) == []
 
 
+@pytest.mark.slow  # waits out real time limits
 def test_a_double_forked_orphan_that_cleared_its_environment_is_killed(pid_file):
     """Neither the tree (it was orphaned) nor the marker (env -i) finds it: the intermediary, a
     sub-reaper, is its parent now."""
@@ -257,6 +266,7 @@ def test_a_double_forked_orphan_that_cleared_its_environment_is_killed(pid_file)
     assert survivors(pids_in(pid_file)) == []
 
 
+@pytest.mark.slow  # waits out real time limits
 def test_processes_are_looked_for_only_while_the_tree_may_live(pid_file, monkeypatch):
     """The intermediary says when it has reaped the whole tree: only then is the search skipped; a
     program that leaves a process behind is searched for and the process ended."""
@@ -323,6 +333,7 @@ def test_the_marker_finds_descendants_that_left_the_session(pid_file):
 CPYTHON_ANSWER = f"""case "$*" in *python_implementation*) echo '{IDENTITY_MARK}["CPython", [3, 11, 0]]'; exit 0;; esac"""
 
 
+@pytest.mark.slow  # waits out real time limits
 def test_check_with_a_fake_interpreter_leaving_a_setsid_grandchild_finishes_and_leaves_nothing(tmp_path, pid_file):
     """Every child of `check` (the interpreter question, facts script, probe, bisection) runs the fake;
     each leaves a grandchild."""
@@ -335,6 +346,7 @@ def test_check_with_a_fake_interpreter_leaving_a_setsid_grandchild_finishes_and_
     assert survivors(pids_in(pid_file, len(fakes)) + fakes) == []
 
 
+@pytest.mark.slow  # waits out real time limits
 def test_killing_check_with_sigkill_ends_its_children(tmp_path, pid_file):
     python = fake_python(tmp_path, pid_file, f"{CPYTHON_ANSWER}\nexec sleep 1000")
     doctor = subprocess.Popen([PY, "-m", "envdoctor", "check", "--python", str(python), "--no-save"], cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -421,6 +433,7 @@ def test_processes_left_after_a_clean_exit_are_named_and_stopped(tmp_path, pid_f
     assert not (tmp_path / "reports").exists()
 
 
+@pytest.mark.slow  # waits out real time limits
 def test_an_orphan_in_its_own_session_without_the_marker_is_named_and_stopped(tmp_path, pid_file):
     """Double-forked, new session, environment cleared, SIGTERM ignored: only the sub-reaper still holds it."""
     orphan = "setsid env -i sh -c 'trap \"\" TERM; exec sleep 1000'"
@@ -460,6 +473,7 @@ def test_a_clean_command_that_leaves_nothing_says_nothing_more(tmp_path):
     assert result.stderr.count("\n") == 1 and "still ran" not in result.stderr and "forwarded" not in result.stderr
 
 
+@pytest.mark.slow  # waits out real time limits
 def test_workers_of_a_hung_command_are_ended_and_recorded(tmp_path, pid_file):
     result = run_leaving(tmp_path, leave("setsid sleep 1000", pid_file) + "; sleep 1000", "--hang-timeout", "1")
     assert result.returncode == 124, result
