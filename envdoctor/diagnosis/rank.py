@@ -41,11 +41,22 @@ def next_step(facts: Mapping[str, Any], seen: Finding) -> Remedy:
         command = shlex.join(run.command)
         sent = run.ending.get("signal_name")
         if run.ending_kind == "signal" and sent not in signals.FAULTS:
-            return Remedy(f"{sent} is sent, not raised by a fault in the program's code: the kernel logs each process its OOM killer ends; a timeout, a scheduler, a user or the program itself leaves no such line:", KERNEL_KILLS)
+            return who_sent(sent, command)
         if run.ending_kind == "signal" and not run.record.get("under_gdb"):
             return Remedy("See the native frame that faulted in every thread, and which setting makes it go away:", f"envdoctor run --gdb --bisect -- {command}")
         return Remedy("Find out whether a thread, CUDA, CPU-kernel or library-path setting makes it go away:", f"envdoctor run --bisect -- {command}")
     return Remedy("Run the training command itself under envdoctor, for its native frames, its exception and the files it opens:", "envdoctor run --gdb --bisect -- python train.py")
+
+
+def who_sent(sent: str, command: str) -> Remedy:
+    """How to learn who sent the signal that ended the command: the kernel's OOM killer sends only
+    SIGKILL and logs each kill; any signal's sender (its pid and uid) is shown by strace."""
+    if sent == "SIGKILL":
+        return Remedy("SIGKILL is sent, not raised by a fault in the program's code: the kernel logs each process its OOM killer ends; a timeout, a scheduler, a user or the program itself leaves no such line:", KERNEL_KILLS)
+    return Remedy(
+        f"{sent} is sent, not raised by a fault in the program's code, and never by the kernel's OOM killer (which sends SIGKILL): strace shows the sender of each {sent} the command receives (si_pid, si_uid):",
+        f"strace -f -e trace=none -e signal={sent} -o signals.txt -- {command}",
+    )
 
 
 def last_words(facts: Mapping[str, Any], seen: Finding) -> Tuple[str, ...]:

@@ -154,6 +154,16 @@ def test_a_program_killed_by_sigkill_ends_so_and_the_next_step_asks_who_sent_it(
     assert "--gdb" not in result.stderr
 
 
+def test_a_program_ended_by_another_sent_signal_is_not_sent_to_the_oom_killers_log(envdoctor, tmp_path):
+    """The OOM killer sends only SIGKILL: for SIGTERM the next step shows the sender of that signal."""
+    result = envdoctor("run", "--", PY, program("terminates_itself.py"), child=True)
+    assert result.returncode == 128 + signal.SIGTERM, result
+    first = saved(tmp_path)["diagnosis"][0]
+    assert first["confidence"] == "none", first
+    assert first["remedy"]["command"].startswith("strace -f -e trace=none -e signal=SIGTERM -o signals.txt -- "), first
+    assert "dmesg" not in first["remedy"]["command"] and "OOM killer (which sends SIGKILL)" in first["remedy"]["summary"]
+
+
 def test_a_local_file_that_hides_the_library_is_the_confirmed_cause(envdoctor, tmp_path):
     """The failing process itself says which file `import numpy` ran and what it hid."""
     (tmp_path / "numpy.py").write_text("def helper():\n    return 1\n")
