@@ -24,6 +24,7 @@ BUILTIN_MODULES = (
     "envdoctor.checks.numpy",
     "envdoctor.checks.imports",
     "envdoctor.checks.requirements",
+    "envdoctor.checks.installs",
     "envdoctor.checks.conda",
     "envdoctor.checks.run",
     "envdoctor.checks.run_hang",

@@ -81,6 +81,15 @@ def distribution(entry: Any) -> Mapping[str, Any]:
     return entry
 
 
+def leftover(entry: Any) -> Mapping[str, Any]:
+    """One of pip's `~` leftovers: its folder and entry as text, the name its metadata gives or None."""
+    expect(entry, Mapping)
+    expect(entry["location"], str)
+    expect(entry["entry"], str)
+    expect(entry.get("name"), (str, type(None)))
+    return entry
+
+
 @dataclass(frozen=True)
 class TargetView:
     """The target section, its shapes checked: `python` and `torch_facts` are mappings, every
@@ -90,6 +99,7 @@ class TargetView:
     python: Mapping[str, Any] = field(default_factory=dict)
     distribution_list: Tuple[Mapping[str, Any], ...] = ()
     shadowed: Tuple[Mapping[str, Any], ...] = ()
+    leftovers: Tuple[Mapping[str, Any], ...] = ()
     torch_facts: Mapping[str, Any] = field(default_factory=dict)
     torch_kernels: Mapping[str, Any] = field(default_factory=dict)
     numpy_builds: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
@@ -101,6 +111,7 @@ class TargetView:
             python=python_facts(section.get("python")),
             distribution_list=tuple(distribution(d) for d in expect(section.get("distributions"), list, [])),
             shadowed=tuple(expect(section.get("shadowed_distributions"), list, [])),
+            leftovers=tuple(leftover(entry) for entry in expect(section.get("pip_leftovers"), list, [])),
             torch_facts=torch_build_facts(section.get("torch_build")),
             torch_kernels=torch_kernels_facts(section.get("torch_kernels")),
             numpy_builds=numpy_builds_facts(section.get("numpy_builds")),

@@ -160,17 +160,21 @@ def read_distribution(entry_path):
 
 
 def scan_distributions(paths):
-    """Every distribution on sys.path; the first of a name wins, as for the importer."""
-    found, shadowed, seen = [], [], set()
+    """Every distribution on sys.path, the first of a name winning, as for the importer; and pip's
+    leftovers: what an install or uninstall moves aside under a name starting with `~` (pip ignores
+    them as invalid distributions, so they are not counted as installed)."""
+    found, shadowed, leftovers, seen = [], [], [], set()
     for location in paths:
         try:
             entries = sorted(os.listdir(location))
         except OSError:
             continue
         for entry in entries:
-            if not entry.endswith((".dist-info", ".egg-info")):
+            is_metadata = entry.endswith((".dist-info", ".egg-info"))
+            headers = read_distribution(os.path.join(location, entry)) if is_metadata else None
+            if entry.startswith("~"):
+                leftovers.append({"location": location, "entry": entry, "name": headers.get("name") if headers else None})
                 continue
-            headers = read_distribution(os.path.join(location, entry))
             if headers is None or not headers.get("name"):
                 continue
             record = {
@@ -184,7 +188,7 @@ def scan_distributions(paths):
             key = normalize(headers["name"])
             (shadowed if key in seen else found).append(record)
             seen.add(key)
-    return found, shadowed
+    return found, shadowed, leftovers
 
 
 def read_torch_build(distributions):
@@ -239,13 +243,14 @@ def interpreter_facts():
 
 def main():
     paths = [p for p in sys.path if p and os.path.isdir(p)]
-    distributions, shadowed = scan_distributions(paths)
+    distributions, shadowed, leftovers = scan_distributions(paths)
     versions = {normalize(d["name"]): d["version"] for d in distributions}
     facts = {
         "python": interpreter_facts(),
         "installers": {"pip": versions.get("pip"), "uv": find_uv()},
         "distributions": distributions,
         "shadowed_distributions": shadowed,
+        "pip_leftovers": leftovers,
         "torch_build": read_torch_build(distributions),
     }
     # One write: json.dump would issue one per token, which dominates with thousands of distributions.
