@@ -206,12 +206,14 @@ def shadow(module, dist_record, roots):
 
 
 def distributions():
-    """Every distribution on sys.path, the first of each name: the one the importer sees."""
+    """Every distribution on sys.path, the first of each name: the one the importer sees. A metadata
+    folder pip renamed with a leading `~` (the leftover of an interrupted install) is not one, as for
+    pip; importlib.metadata lists it, and names the folder only in a private attribute."""
     seen, found = set(), []
     for dist in metadata.distributions():
         name = (dist.metadata["Name"] or "").strip()
         key = normalize(name)
-        if not name or key in seen:
+        if not name or key in seen or os.path.basename(str(getattr(dist, "_path", ""))).startswith("~"):
             continue
         seen.add(key)
         found.append(dist)

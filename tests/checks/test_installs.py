@@ -31,8 +31,8 @@ def site_packages(python: Path) -> Path:
     return folder
 
 
-def judged(python: Path, cwd: Path) -> dict:
-    run = run_envdoctor("check", "--no-probe", "--no-save", "--python", str(python), "--json", "-", cwd=cwd)
+def judged(python: Path, cwd: Path, *more: str) -> dict:
+    run = run_envdoctor("check", "--no-probe", "--no-save", "--python", str(python), "--json", "-", *more, cwd=cwd)
     assert run.returncode in (0, 1), run
     return run.json()
 
@@ -91,3 +91,13 @@ def test_leftovers_beside_the_reinstalled_distribution_are_only_noted(venv, tmp_
     [left] = findings(report, "requirements.pip-leftovers")
     assert left["severity"] == "info" and left["evidence"]["not_installed"] == [], left
     assert {d["name"]: d["version"] for d in report["facts"]["target"]["distributions"]}["rl-kit"] == "1.0"
+
+
+def test_the_import_check_does_not_take_a_leftover_for_the_installed_distribution(venv, tmp_path):
+    """importlib.metadata lists a `~` metadata folder too, in the file system's order."""
+    folder = site_packages(venv)
+    (folder / "~l_kit-0.9.dist-info").mkdir()
+    (folder / "~l_kit-0.9.dist-info" / "METADATA").write_text("Metadata-Version: 2.1\nName: rl-kit\nVersion: 0.9\n")
+    (folder / "~l_kit-0.9.dist-info" / "RECORD").write_text("~l_kit/__init__.py,,\n")
+    report = judged(venv, tmp_path, "--imports")
+    assert [(m["distribution"], m["version"]) for m in report["facts"]["imports"]["modules"]] == [("rl-kit", "1.0")]
