@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, replace
-from typing import Optional, Tuple
+from typing import List, Optional, Tuple
 
 from envdoctor.knowledge.errors import KnownError, explained_by, matching
 
@@ -30,6 +30,13 @@ LOST_PIPE = re.compile(r"^(?:EOFError|BrokenPipeError|ConnectionResetError|Conne
 # multiprocessing's line before the traceback of a worker that died of an exception (Lib/multiprocessing/process.py,
 # BaseProcess._bootstrap: "Process %s:"), and the exception line that ends such a traceback.
 WORKER_DIED = re.compile(r"^Process [\w.-]+:$", re.M)
+# A worker of the spawn or forkserver start methods that died while it prepared itself (re-importing the
+# main script, Lib/multiprocessing/spawn.py) never printed that line: its traceback starts in the entry
+# point multiprocessing gives the new process.
+WORKER_ENTRY = re.compile(
+    r'^Traceback \(most recent call last\):\n(?:[ \t].*\n){0,8}?[ \t]+File "[^"\n]*multiprocessing[/\\](?:spawn|forkserver)\.py", line \d+, in (?:spawn_main|main)$',
+    re.M,
+)
 EXCEPTION_LINE = re.compile(r"[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt)\b(?::.*)?$")
 # What faulthandler's first line says of a process a fatal signal ends ("Fatal Python error: Segmentation
 # fault", Modules/faulthandler.c), as crash/tracebacks.py records it: the part after the prefix, which
@@ -74,17 +81,30 @@ def classify_message(message: str, text: str, line: str) -> Failure:
 
 
 def worker_exception(output: str) -> Optional[Tuple[str, str]]:
-    """The exception line that ended the first multiprocessing worker whose traceback `output` holds,
-    and that traceback (from multiprocessing's line before it to the exception line)."""
-    header = WORKER_DIED.search(output)
-    if header is None:
+    """The exception that ended the first multiprocessing worker whose traceback `output` holds (its
+    line, with the message's first words where they start on the next line), and that traceback."""
+    headers = [found for found in (WORKER_DIED.search(output), WORKER_ENTRY.search(output)) if found]
+    if not headers:
         return None
-    at = header.end()
-    for line in output[header.end():].splitlines(keepends=True):
-        at += len(line)
-        if EXCEPTION_LINE.match(line):
-            return line.strip(), output[header.start():at]
+    lines = output[min(header.start() for header in headers):].splitlines()
+    for index, line in enumerate(lines):
+        if index and EXCEPTION_LINE.match(line):
+            said = message_lines(lines[index:])
+            died = said[0] if said[0].partition(":")[2].strip() or len(said) == 1 else f"{said[0]} {said[1]}"
+            return died, "\n".join(lines[:index] + said)
     return None
+
+
+def message_lines(lines: List[str]) -> List[str]:
+    """An exception line and the lines its message goes on over (indented or blank, as multiprocessing's
+    own long messages are), stripped, the blank ones left out."""
+    said = [lines[0].strip()]
+    for line in lines[1:]:
+        if line.strip() and not line[:1].isspace():
+            break
+        if line.strip():
+            said.append(line.strip())
+    return said
 
 
 def classify_exception(exception: Optional[dict], output: str = "", fatal_error: Optional[str] = None) -> Optional[Failure]:

@@ -149,6 +149,23 @@ Traceback (most recent call last):
 EOFError"""
 
 
+# A forkserver worker that re-imported a script with no main guard: it died before "Process ...:" was printed.
+BOOTSTRAP = """Traceback (most recent call last):
+  File "<string>", line 1, in <module>
+  File "/usr/lib/python3.11/multiprocessing/forkserver.py", line 274, in main
+    code = _serve_one(child_r, fds,
+  File "/usr/lib/python3.11/multiprocessing/spawn.py", line 140, in _check_not_importing_main
+    raise RuntimeError('''
+RuntimeError: 
+        An attempt has been made to start a new process before the
+        current process has finished its bootstrapping phase.
+
+Traceback (most recent call last):
+  File "/srv/train.py", line 4, in <module>
+ConnectionResetError: [Errno 104] Connection reset by peer"""
+RESET = {"type": "ConnectionResetError", "message": "[Errno 104] Connection reset by peer"}
+
+
 EOF_ = {"type": "EOFError", "message": ""}
 PIPE = {"type": "BrokenPipeError", "message": "[Errno 32] Broken pipe"}
 OWN = {"type": "ValueError", "message": "bad shape"}
@@ -158,6 +175,7 @@ BAD_ACTION = WORKER_DIED.replace("CUDA out of memory", "bad action")
 @pytest.mark.parametrize("raised, output, fatal_error, kind, worker", [
     (EOF_, WORKER_DIED, None, "cuda-out-of-memory", "RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB"),
     (PIPE, BAD_ACTION, None, "worker-error", "RuntimeError: bad action. Tried to allocate 2.00 GiB"),
+    (RESET, BOOTSTRAP, None, "spawn-bootstrap", "RuntimeError: An attempt has been made to start a new process before the"),
     (EOF_, "", "Segmentation fault", "worker-crash", "Fatal Python error: Segmentation fault"),
     (PIPE, "", "Fatal Python error: Aborted", "worker-crash", "Fatal Python error: Aborted"),  # two dumps written at once
     ({"type": "EOFError", "message": "EOF when reading a line"}, "Traceback (most recent call last):\n  File \"/srv/ask.py\", line 1\nEOFError: EOF when reading a line", None, "error", ""),
