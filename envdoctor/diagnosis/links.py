@@ -14,9 +14,11 @@ from typing import Any, Iterable, List, Mapping, Sequence, Tuple
 from envdoctor.crash import stacks
 from envdoctor.diagnosis import link
 from envdoctor.diagnosis.evidence import all_of, cause, first, run_failed, run_of, signal_name, symptom
+from envdoctor.facts.run_growth import peak_share
 from envdoctor.failures import classify_exception
 from envdoctor.knowledge.errors import by_kind
 from envdoctor.model import Cause, Finding, Severity
+from envdoctor.words import GIB, gib, mib
 
 SB3_CODE = ("/stable_baselines3/", "/sb3_contrib/")
 # Which finding explains an exception of a kind the error table has no row for; the table's rows
@@ -43,6 +45,9 @@ STAGE_CAUSES = {
     "learn": ("threads.multiple-openmp", "conda.openmp-mixed", "memory.shm-small", "memory.low-ram"),
 }
 SIGNAL_CAUSES = {"SIGILL": ("cpu.missing-instructions",), "SIGBUS": ("memory.shm-small",)}
+# Findings that blame a shortage of host memory without measuring the run: weighed against its peak.
+SHORT_OF_MEMORY = ("memory.low-ram",)
+HALF = 0.5
 
 
 def crashed_frames(facts: Mapping[str, Any]) -> List[dict]:
@@ -107,11 +112,26 @@ def explaining(kind: str) -> Tuple[str, ...]:
     return known.findings if known else UNLISTED_CAUSES.get(kind, ())
 
 
+def memory_unused(facts: Mapping[str, Any]) -> str:
+    """Why a shortage of host memory cannot be blamed without more: the run's processes stayed under half
+    of every memory limit (another process may still have taken the rest); "" when they did not, or the
+    run recorded no peak."""
+    peak = peak_share((run_of(facts).record or {}).get("memory") or {})
+    if peak is None or peak[2] >= HALF:
+        return ""
+    name, used, share = peak
+    size = gib(used) if used >= GIB else mib(used)
+    return f"the command's processes peaked at {size}, {share:.0%} of the {name} limit: nothing it recorded shows memory running out"
+
+
 def exception_cause(facts: Mapping[str, Any], kind: str, said: Finding, rule: str) -> Cause:
     """The finding that explains an exception of `kind`, or the exception's own finding, as sure as
     its message makes it: a message that states its cause, or an exception raised by the program's own
     code with nothing in the environment behind it, is confirmed."""
     explained = first(facts, *explaining(kind))
+    unused = memory_unused(facts) if explained is not None and explained.id in SHORT_OF_MEMORY else ""
+    if unused:  # the message names a class of causes; this one is not borne out by the run
+        explained = None
     raised, message = said.evidence.get("type"), said.evidence.get("message")
     line = f"it failed with {raised}" + (f": {message}" if message else "") if raised else f"it failed: {said.title}"
     worker = said.evidence.get("worker_exception")
@@ -127,7 +147,7 @@ def exception_cause(facts: Mapping[str, Any], kind: str, said: Finding, rule: st
         confidence = known.confidence if known is not None else "confirmed"
         return cause(explained, confidence, [line, f"classified as {kind}, which {explained.id} explains"] + loader, rule)
     extra = [f"import cycle: {' → '.join(said.evidence['cycle'])}"] if said.evidence.get("cycle") else []
-    extra += loader
+    extra += loader + ([unused] if unused else [])
     if known is not None:
         extra.append(f"the message says: {known.cause}")
         extra += [f"source: {source}" for source in known.sources[:2]]

@@ -109,6 +109,14 @@ def limits(memory: Mapping) -> List[Tuple[str, str, float]]:
     return [(name, key, value) for name, key, value in found if value and value > 0]
 
 
+def peak_share(memory: Mapping) -> Optional[Tuple[str, float, float]]:
+    """The memory limit the command's peak RSS came closest to: (its name, the peak, the share of the
+    limit it reached); None where the run recorded no peak or no limit."""
+    peak = number(memory.get("peak_rss_bytes"))
+    shares = [(name, peak, peak / limit) for name, key, limit in limits(memory) if key == "rss_bytes"] if peak else []
+    return max(shares, key=lambda share: share[2]) if shares else None
+
+
 def nearest_limit(memory: Mapping, rss_fit: Tuple[float, float, float], window: Points) -> Tuple[Optional[str], Optional[float], Optional[float], bool]:
     """The limit the trend meets first: (name, bytes, seconds since the start), or Nones; and whether
     either series ended within NEAR_LIMIT_FRACTION of its limit."""

@@ -144,6 +144,24 @@ def test_an_oom_kill_counted_by_the_cgroup_is_confirmed():
     assert (judged.diagnosis[0].id, judged.diagnosis[0].confidence) == ("run.out-of-memory", "confirmed")
 
 
+NO_SWAP = {"memory": {"ram_total_bytes": 24 * GIB, "ram_available_bytes": 23 * GIB, "swap_total_bytes": 0, "shm_total_bytes": 12 * GIB, "shm_free_bytes": 12 * GIB}}
+
+
+@pytest.mark.parametrize("peak_gib, headline", [(0.01, ("run.exception", "likely")), (20, ("memory.low-ram", "likely"))])
+def test_a_lost_pipe_blames_missing_swap_only_when_the_runs_memory_came_near_the_ram(peak_gib, headline):
+    """A worker that died without a word may have been OOM-killed; with no swap that is likely only where
+    the command's own processes came near the RAM, else the lost pipe is the cause and its peak is said."""
+    memory = {"samples": [], "peak_rss_bytes": int(peak_gib * GIB), "peak_rss_at_s": 1.0, "address_space_limit_bytes": None,
+              "ram_total_bytes": 24 * GIB, "cgroups": [], "kernel_oom_lines": []}
+    ending = {"kind": "exit", "returncode": 1, "exit_status": 1, "signal": None, "signal_name": None, "signal_meaning": None, "forwarded_signals": []}
+    run = recorded_run(memory=memory, ending=ending, gpu={"devices": [], "samples": []}, exception={"type": "BrokenPipeError", "message": "[Errno 32] Broken pipe"})
+    judged = engine.judge(dict(NO_SWAP), None, engine.Selection(), run)
+    first = judged.diagnosis[0]
+    assert (first.id, first.confidence) == headline, judged.diagnosis
+    said = [line for line in first.evidence if "peaked at" in line]
+    assert said == (["the command's processes peaked at 10 MiB, 0% of the RAM limit: nothing it recorded shows memory running out"] if peak_gib < 1 else []), first.evidence
+
+
 def crashing_probe(passing: str) -> dict:
     pools = StageResult("thread_pools", "thread pools", StageStatus.PASSED, 0.01, details={"openmp_runtimes": [
         {"user_api": "openmp", "prefix": "libiomp", "filepath": "/opt/conda/lib/libiomp5.so"},
