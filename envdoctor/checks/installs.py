@@ -1,5 +1,6 @@
 """Installs that did not finish, read from the metadata folders themselves: one distribution's metadata
-twice in one folder, and what pip moved aside under a `~` name and never removed.
+twice in one folder, and what pip moved aside under a `~` name and never removed; and the .pth files
+that fail at every start of the interpreter (a package removed without its .pth).
 
 Both come from an install, upgrade or uninstall that was interrupted (Ctrl-C, a full disk, a killed
 container build) or from two installers writing one environment. pip ignores `~` entries ("Ignoring
@@ -101,3 +102,26 @@ def pip_leftovers(facts: Mapping[str, Any]) -> Iterable[Finding]:
         remedies=tuple(remedies),
         references=(PIP_LEFTOVERS,),
     )
+
+
+@check("requirements.pth-error", "A .pth file that fails at every start of the interpreter (its package gone)", requires=("target",))
+def pth_error(facts: Mapping[str, Any]) -> Iterable[Finding]:
+    target = view_of(facts, TargetView)
+    for error in target.pth_errors:
+        path = error["pth"]
+        yield Finding(
+            id="requirements.pth-error",
+            severity=Severity.WARNING,
+            title=f"{path.rsplit('/', 1)[-1]} fails at every start of this Python: line {error['line']}: {error['error']}",
+            explanation=(
+                f"site runs the import lines of the .pth files in site-packages as the interpreter starts; line {error['line']} "
+                f"of {path} raised, so site printed the error, ignored the rest of that file and went on. Whatever the file "
+                "was to set up (an editable install's import hook, a path) is missing in every process, and the message is "
+                "printed in each. A package uninstalled or an editable project folder deleted without its .pth leaves one."
+            ),
+            evidence=dict(error),
+            remedies=(
+                Remedy("Reinstall the package the file belongs to, or, if it is gone, remove the file:", f"rm -- {shlex.quote(path)}"),
+            ),
+            references=("https://docs.python.org/3/library/site.html",),
+        )

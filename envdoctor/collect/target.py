@@ -10,11 +10,12 @@ from __future__ import annotations
 import json
 import os
 import tempfile
-from typing import List, Sequence, Union
+from typing import List, NamedTuple, Sequence, Tuple, Union
 
 from envdoctor.collect.elf import cxx_runtime
 from envdoctor.collect.fatbin import torch_kernels
 from envdoctor.collect.numpy_builds import numpy_builds
+from envdoctor.collect.startup import pth_errors
 from envdoctor.proc.children import NO_BYTECODE, run_child
 from envdoctor.target import script_source
 
@@ -38,10 +39,17 @@ def run_target_script(python: str, name: str, *args: str, timeout: float = TIMEO
     The source goes through `-c` so the script's folder never lands on the target's sys.path.
     """
     who = f"{name} under {python}"
-    return parsed(who, result_of(who, python, [script_source(name), *args], timeout, env))
+    return parsed(who, result_of(who, python, [script_source(name), *args], timeout, env).written)
 
 
-def result_of(who: str, python: str, argv: Sequence[str], timeout: float, env) -> str:
+class Answer(NamedTuple):
+    """What a target script wrote on its result channel, and what the interpreter said on stderr."""
+
+    written: str
+    stderr: str
+
+
+def result_of(who: str, python: str, argv: Sequence[str], timeout: float, env) -> Answer:
     """Run `python -c SOURCE ARGS...` with its stdout turned into a private result file, and return what
     the script wrote there; a child that did not end well is a CollectorError with its last stderr line."""
     handle, path = tempfile.mkstemp(prefix="envdoctor-result-")
@@ -56,7 +64,7 @@ def result_of(who: str, python: str, argv: Sequence[str], timeout: float, env) -
     if not result.ok and "\0" not in written:
         tail = result.stderr.strip().splitlines()[-1:] or [""]
         raise CollectorError(f"{who} {result.describe()} {tail[0]}".strip())
-    return written
+    return Answer(written, result.stderr)
 
 
 def read_bounded(path: str, who: str) -> str:
@@ -79,20 +87,20 @@ def parsed(who: str, written: str) -> dict:
     return found
 
 
-def run_target_scripts(python: str, names: Sequence[str], timeout: float = TIMEOUT_S, env=None) -> List[Union[dict, CollectorError]]:
+def run_target_scripts(python: str, names: Sequence[str], timeout: float = TIMEOUT_S, env=None) -> Tuple[List[Union[dict, CollectorError]], str]:
     """Run the argument-less target scripts `names` under `python` in one start of it (target/batch.py)
-    and return, for each, the JSON it wrote or the CollectorError that says why there is none. A
-    script the child did not finish (it failed to start, or died or ran out of time in that script)
-    has the child's end as its error."""
+    and return, for each, the JSON it wrote or the CollectorError that says why there is none, and
+    what the interpreter wrote on stderr. A script the child did not finish (it failed to start, or
+    died or ran out of time in that script) has the child's end as its error."""
     try:
-        written = result_of(python, python, [script_source("batch"), *(script_source(name) for name in names)], timeout, env)
+        answer = result_of(python, python, [script_source("batch"), *(script_source(name) for name in names)], timeout, env)
     except CollectorError as error:
-        return [CollectorError(f"{name} under {error}") for name in names]
-    finished = written.split("\0")[:-1]  # a record ends with NUL: the last piece never finished
+        return [CollectorError(f"{name} under {error}") for name in names], ""
+    finished = answer.written.split("\0")[:-1]  # a record ends with NUL: the last piece never finished
     return [
         outcome(name, python, finished[index]) if index < len(finished) else CollectorError(f"{name} under {python} did not finish")
         for index, name in enumerate(names)
-    ]
+    ], answer.stderr
 
 
 def outcome(name: str, python: str, record: str) -> Union[dict, CollectorError]:
@@ -134,9 +142,10 @@ def installed_torch_kernels(facts: dict):
 
 def collect(ctx) -> dict:
     """The interpreter's facts and its conda facts, both read in one start of the interpreter."""
-    facts, found = run_target_scripts(ctx.python, ("facts", "conda"), env=ctx.environ)
+    (facts, found), stderr = run_target_scripts(ctx.python, ("facts", "conda"), env=ctx.environ)
     if isinstance(facts, CollectorError):
         raise facts
+    facts["pth_errors"] = pth_errors(stderr)
     facts["torch_kernels"] = installed_torch_kernels(facts)
     facts["numpy_builds"] = numpy_builds(facts.get("distributions") or ())
     facts["conda"] = {"error": str(found)} if isinstance(found, CollectorError) else conda(ctx, facts, found)

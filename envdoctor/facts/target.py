@@ -81,6 +81,15 @@ def distribution(entry: Any) -> Mapping[str, Any]:
     return entry
 
 
+def pth_error(entry: Any) -> Mapping[str, Any]:
+    """A .pth line site could not process: its file as text, its line number, the error it ended in."""
+    expect(entry, Mapping)
+    expect(entry["pth"], str)
+    expect(entry["line"], int)
+    expect(entry["error"], str)
+    return entry
+
+
 def leftover(entry: Any) -> Mapping[str, Any]:
     """One of pip's `~` leftovers: its folder and entry as text, the name its metadata gives or None."""
     expect(entry, Mapping)
@@ -100,6 +109,7 @@ class TargetView:
     distribution_list: Tuple[Mapping[str, Any], ...] = ()
     shadowed: Tuple[Mapping[str, Any], ...] = ()
     leftovers: Tuple[Mapping[str, Any], ...] = ()
+    pth_errors: Tuple[Mapping[str, Any], ...] = ()
     torch_facts: Mapping[str, Any] = field(default_factory=dict)
     torch_kernels: Mapping[str, Any] = field(default_factory=dict)
     numpy_builds: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
@@ -112,6 +122,7 @@ class TargetView:
             distribution_list=tuple(distribution(d) for d in expect(section.get("distributions"), list, [])),
             shadowed=tuple(expect(section.get("shadowed_distributions"), list, [])),
             leftovers=tuple(leftover(entry) for entry in expect(section.get("pip_leftovers"), list, [])),
+            pth_errors=tuple(pth_error(entry) for entry in expect(section.get("pth_errors"), list, [])),
             torch_facts=torch_build_facts(section.get("torch_build")),
             torch_kernels=torch_kernels_facts(section.get("torch_kernels")),
             numpy_builds=numpy_builds_facts(section.get("numpy_builds")),

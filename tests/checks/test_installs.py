@@ -101,3 +101,15 @@ def test_the_import_check_does_not_take_a_leftover_for_the_installed_distributio
     (folder / "~l_kit-0.9.dist-info" / "RECORD").write_text("~l_kit/__init__.py,,\n")
     report = judged(venv, tmp_path, "--imports")
     assert [(m["distribution"], m["version"]) for m in report["facts"]["imports"]["modules"]] == [("rl-kit", "1.0")]
+
+
+def test_a_pth_file_that_fails_at_start_up_is_named_with_its_line_and_error_and_its_removal_ends_it(venv, tmp_path):
+    """An editable install whose project folder was deleted leaves the .pth that imports its finder."""
+    pth = site_packages(venv) / "__editable__.gone-1.0.pth"
+    pth.write_text(f"{site_packages(venv)}/no-such-folder\nimport __editable___gone_1_0_finder; __editable___gone_1_0_finder.install()\n")
+    started = subprocess.run([str(venv), "-c", "pass"], capture_output=True, text=True, check=True)
+    assert "Error processing line 2" in started.stderr  # what every start of that Python prints
+    [failing] = findings(judged(venv, tmp_path), "requirements.pth-error")
+    assert failing["evidence"] == {"pth": str(pth), "line": 2, "error": "ModuleNotFoundError: No module named '__editable___gone_1_0_finder'"}
+    subprocess.run(failing["remedies"][0]["command"], shell=True, check=True)
+    assert not pth.exists() and not findings(judged(venv, tmp_path), "requirements.pth-error")

@@ -35,7 +35,7 @@ def test_check_without_the_probe_starts_the_diagnosed_interpreter_once_for_its_f
 @pytest.mark.parametrize("minor", ["3.8", "3.13"])
 def test_facts_and_conda_facts_come_from_one_start_of_another_python(minor):
     python = python_or_skip(minor)
-    facts, conda = run_target_scripts(python, ("facts", "conda"))
+    (facts, conda), _ = run_target_scripts(python, ("facts", "conda"))
     assert facts["python"]["version"].startswith(minor + ".")
     assert conda["prefix"] is None
 
@@ -51,6 +51,6 @@ def test_a_script_that_fails_keeps_its_failure_and_leaves_the_next_its_output():
 
 
 def test_an_interpreter_that_does_not_run_them_fails_each_script_with_its_end():
-    failed = run_target_scripts("/bin/false", ("facts", "conda"))
+    failed, said = run_target_scripts("/bin/false", ("facts", "conda"))
     assert all(isinstance(f, CollectorError) for f in failed)
-    assert [str(f) for f in failed] == ["facts under /bin/false exited with 1", "conda under /bin/false exited with 1"]
+    assert [str(f) for f in failed] == ["facts under /bin/false exited with 1", "conda under /bin/false exited with 1"] and said == ""
