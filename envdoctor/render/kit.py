@@ -48,12 +48,17 @@ def glyph(severity: Severity) -> Text:
 
 def say(console: Console, text: Text, indent: int) -> None:
     """Print `text` with a hanging indent, wrapped at the console's width: wrapped here, then printed
-    in one call that wraps nothing again (a print is rich's costly step)."""
+    in one call that wraps nothing again (a print is rich's costly step), or, on a console without
+    colour, written as the plain text rich would print."""
     width = console.width - indent
     fits = "\n" not in text.plain and "\t" not in text.plain and cell_len(text.plain) <= width
     lines = [text.copy()] if fits else text.wrap(console, width)  # most lines fit: rich's wrapping is the costly part
     for line in lines:
         line.rstrip()
+    plain = [line.plain for line in lines]
+    if console.color_system is None and not any("\t" in line for line in plain):  # a line is then its plain text
+        console.file.write("".join(f"{' ' * indent}{line}\n" for line in plain))
+        return
     console.print(Text("\n").join(Text(" " * indent) + line for line in lines), no_wrap=True, overflow="ignore", crop=False)
 
 

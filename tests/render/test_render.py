@@ -5,6 +5,7 @@ import json
 from pathlib import Path
 
 import pytest
+from rich.text import Text
 
 from envdoctor import engine
 from envdoctor.capture.render import frame_lines
@@ -13,7 +14,7 @@ from envdoctor.codec import decode, encode
 from envdoctor.crash import stacks
 from envdoctor.document import Document
 from envdoctor.model import Finding, Remedy, Report, Severity
-from envdoctor.render import markdown, terminal
+from envdoctor.render import kit, markdown, terminal
 from conftest import REPO, TEST_DATA
 from helpers.reports import WSL2_REPORT
 
@@ -135,3 +136,18 @@ def test_the_probe_crash_finding_names_the_package_that_crashed():
     shown = " ".join(terminal.render(rejudged).split())
     assert "It died in <module> (badpkg/__init__.py:2)." in shown
     assert "at <module> (badpkg/__init__.py:2) inside string_at (ctypes/__init__.py:519)" in shown
+
+
+@pytest.mark.parametrize("text", ["plain line", "tab\there", "wide 漢字 text " * 12, "trailing   ", "bell\x07 and \x1b[31m csi", "a\nb", "ü" * 150])
+@pytest.mark.parametrize("indent", [0, 6])
+def test_a_paragraph_without_colour_is_written_as_rich_prints_it(text, indent):
+    """kit.say writes plain text on a console without colour: byte for byte what rich's own print of the
+    wrapped lines gives (control characters dropped, wide characters wrapped by their cells, tabs expanded)."""
+    fast = kit.console(60, False)
+    kit.say(fast, Text(text), indent)
+    printed = kit.console(60, False)
+    lines = Text(text).wrap(printed, 60 - indent)
+    for line in lines:
+        line.rstrip()
+    printed.print(Text("\n").join(Text(" " * indent) + line for line in lines), no_wrap=True, overflow="ignore", crop=False)
+    assert kit.drawn(fast) == kit.drawn(printed)
