@@ -1,7 +1,10 @@
 """The Python exception a command died of, read from the traceback the interpreter printed on stderr.
 
 The last "Traceback (most recent call last):" block is the one that ended the process (earlier ones
-were handled and printed, or belong to the chained causes above it). A SyntaxError's own place (the
+were handled and printed, or belong to the chained causes above it). Other processes writing to the
+same stderr (DataLoader workers that crash, faulthandler's dumps) can cut into it: a line that is not
+indented but comes before the block's last frame is theirs, and so is one that cannot be an exception
+line ("Fatal Python error: ...") and a NUL byte. A SyntaxError's own place (the
 file and line that did not compile, printed after the frames that imported it) is its innermost frame. Frames are kept innermost first,
 as faulthandler's are, so the same frame rules apply to both.
 """
@@ -26,10 +29,11 @@ def last_exception(stderr: str) -> Optional[dict]:
     at = stderr.rfind(HEADER)
     if at < 0:
         return None
-    lines = stderr[at + len(HEADER):].splitlines()[1:]
+    lines = stderr[at + len(HEADER):].replace("\0", "").splitlines()[1:]
+    last_frame = max((i for i, line in enumerate(lines) if FRAME.match(line) or SOURCE_AT.match(line)), default=-1)
     frames: List[dict] = []
     index = 0
-    while index < len(lines) and (lines[index].startswith(" ") or not lines[index].strip()):
+    while index < len(lines) and (index <= last_frame or lines[index].startswith(" ") or not EXCEPTION.match(lines[index])):
         match = FRAME.match(lines[index])
         if match:
             frames.append({"file": match.group("file"), "line": int(match.group("line")), "function": match.group("function").strip()})
