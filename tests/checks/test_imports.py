@@ -22,6 +22,8 @@ from envdoctor.collect.imports import batches, dependency_closure, planned_modul
 from conftest import findings_by_id, run_envdoctor
 from helpers.local_wheels import packed_wheel
 
+pytestmark = pytest.mark.xdist_group("messy-imports-venv")  # its expensive fixtures are built once, on one worker
+
 VENV = "imports-messy"
 FAKES: Dict[str, Mapping[str, str]] = {
     "needs-extra": {"module": "needs_extra", "code": "import cv2\n", "requires": 'opencv-python; extra == "vision"'},

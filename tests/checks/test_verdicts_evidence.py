@@ -22,6 +22,8 @@ from envdoctor.probe import ladder
 from envdoctor.probe.probing import run_probe
 from envdoctor.probe.runner import DEFAULT_TIMEOUT_S, ProbeOptions, ladder_argv, run_ladder
 
+pytestmark = pytest.mark.xdist_group("recorded-probes")  # its expensive fixtures are built once, on one worker
+
 H100 = TEST_DATA / "reports" / "h100-cu130.json"
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "NUMEXPR_NUM_THREADS")
 MIXED_WHEELS = (("nvidia-cublas-cu11", "11.11.3.6"), ("nvidia-cudnn-cu11", "8.9.4.25"), ("nvidia-cublas-cu12", "12.4.5.8"))

@@ -16,6 +16,8 @@ from conftest import assert_checks_ran, eventually, run_envdoctor, write_host_ro
 from envdoctor.proc import procfs
 from helpers.refusals import one_line_error
 
+pytestmark = pytest.mark.xdist_group("no-proc-reports")  # its expensive fixtures are built once, on one worker
+
 LINUX_ONLY = ("wsl.kernel", "wsl.linux-driver-inside", "memory.shm-small")
 
 

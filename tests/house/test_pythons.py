@@ -14,7 +14,7 @@ from helpers.pythons import python_or_skip
 from helpers.reach import NEWEST, OLDEST, breakages, run_python
 from helpers.refusals import one_line_error
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("oldest-and-newest-pythons")]  # its expensive fixtures are built once, on one worker
 
 
 def installed(venvs, version: str) -> Path:

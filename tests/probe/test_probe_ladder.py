@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
 from pathlib import Path
 
 import pytest
 
-from conftest import findings_by_id, run_envdoctor
+from conftest import Run, built_once, findings_by_id, run_envdoctor
 from envdoctor.probe import ladder
 from helpers.pythons import needed_python
 
@@ -18,11 +19,20 @@ pytestmark = pytest.mark.slow
 REQUIRED_PASS = ("interpreter", "import_numpy", "import_torch", "cpu_ops", "thread_pools", "import_gymnasium", "import_sb3", "import_sb3_contrib", "maskable_ppo", "learn", "save_load")
 
 
+def probed(folder: Path) -> None:
+    """A real `envdoctor check` of the dev venv in `folder`, every output format written, its exit status
+    and streams kept beside them."""
+    run = run_envdoctor("check", "--json", str(folder / "report.json"), "--markdown", str(folder / "report.md"), "--report-dir", str(folder / "saved"), cwd=folder)
+    (folder / "returncode").write_text(str(run.returncode))
+    (folder / "stdout").write_text(run.stdout)
+    (folder / "stderr").write_text(run.stderr)
+
+
 @pytest.fixture(scope="session")
 def checked(tmp_path_factory):
-    """One real `envdoctor check` of the dev venv, with every output format written."""
-    folder = tmp_path_factory.mktemp("probe-check")
-    run = run_envdoctor("check", "--json", str(folder / "report.json"), "--markdown", str(folder / "report.md"), "--report-dir", str(folder / "saved"), cwd=folder)
+    """The one probing check of the test run (pytest-xdist's workers share it): its run, report, Markdown and folder."""
+    folder = built_once(tmp_path_factory, "probe-check", probed)
+    run = Run(subprocess.CompletedProcess([], int((folder / "returncode").read_text()), (folder / "stdout").read_text(), (folder / "stderr").read_text()))
     return run, json.loads((folder / "report.json").read_text()), (folder / "report.md").read_text(), folder
 
 
