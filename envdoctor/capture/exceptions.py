@@ -25,11 +25,23 @@ MAX_MESSAGE_CHARS = 4000
 
 
 def last_exception(stderr: str) -> Optional[dict]:
-    """{"type", "message", "frames": [{file, line, function}] innermost first} of the last traceback, or None."""
-    at = stderr.rfind(HEADER)
-    if at < 0:
-        return None
-    lines = stderr[at + len(HEADER):].replace("\0", "").splitlines()[1:]
+    """{"type", "message", "frames": [{file, line, function}] innermost first} of the last traceback that
+    is whole, or None: a worker can start printing its own after the failing process's and be cut off
+    when the run ends."""
+    end = len(stderr)
+    while True:
+        at = stderr.rfind(HEADER, 0, end)
+        if at < 0:
+            return None
+        found = exception_in(stderr[at + len(HEADER):end])
+        if found is not None:
+            return found
+        end = at
+
+
+def exception_in(block: str) -> Optional[dict]:
+    """The exception one traceback block (what follows its header, up to the next one) ends in, or None."""
+    lines = block.replace("\0", "").splitlines()[1:]
     last_frame = max((i for i, line in enumerate(lines) if FRAME.match(line) or SOURCE_AT.match(line)), default=-1)
     frames: List[dict] = []
     index = 0

@@ -44,3 +44,10 @@ def test_the_main_exception_is_read_through_what_other_processes_wrote_into_it(s
 
 def test_a_traceback_cut_off_before_its_exception_line_is_no_exception():
     assert last_exception("".join(line + "\n" for line in MAIN[:-1]) + FAULTHANDLER) is None
+
+
+def test_a_workers_traceback_cut_off_after_the_main_one_leaves_the_main_exception():
+    """A forkserver worker still printing when the run ended (as a CI run recorded it): the last whole traceback counts."""
+    stderr = "".join(line + "\n" for line in MAIN) + 'Traceback (most recent call last):\n  File "/usr/lib/python3.11/multiprocessing/forkserver.py", line 274, in main\n    code = _serve_one(child_r, fds,\n'
+    found = last_exception(stderr)
+    assert found is not None and found["type"] == "RuntimeError" and found["frames"][0]["function"] == "_try_get_data", found
