@@ -2,7 +2,7 @@
 twice in one folder, and what pip moved aside under a `~` name and never removed; and the .pth files
 that fail at every start of the interpreter (a package removed without its .pth).
 
-Both come from an install, upgrade or uninstall that was interrupted (Ctrl-C, a full disk, a killed
+The first two come from an install, upgrade or uninstall that was interrupted (Ctrl-C, a full disk, a killed
 container build) or from two installers writing one environment. pip ignores `~` entries ("Ignoring
 invalid distribution ~orch", pypa/pip#11849); for a name with two metadata folders, pip, importlib.metadata
 and the files actually imported may each tell another version.
