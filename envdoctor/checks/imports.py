@@ -15,7 +15,6 @@ import re
 import shlex
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
-
 from envdoctor.checks import check
 from envdoctor.facts import view_of
 from envdoctor.facts.environ import EnvironView

@@ -10,6 +10,7 @@ and the files actually imported may each tell another version.
 
 from __future__ import annotations
 
+import os
 import re
 import shlex
 from collections import defaultdict
@@ -75,7 +76,7 @@ def installed_twice(facts: Mapping[str, Any]) -> Iterable[Finding]:
 
 
 def leftover_paths(leftovers: Iterable[Mapping[str, Any]]) -> str:
-    return " ".join(shlex.quote(f"{entry['location'].rstrip('/')}/{entry['entry']}") for entry in leftovers)
+    return " ".join(shlex.quote(os.path.join(entry["location"], entry["entry"])) for entry in leftovers)
 
 
 @check("requirements.pip-leftovers", "Folders pip moved aside under a `~` name during an install or uninstall and never removed", requires=("target",))
@@ -112,7 +113,7 @@ def pth_error(facts: Mapping[str, Any]) -> Iterable[Finding]:
         yield Finding(
             id="requirements.pth-error",
             severity=Severity.WARNING,
-            title=f"{path.rsplit('/', 1)[-1]} fails at every start of this Python: line {error['line']}: {error['error']}",
+            title=f"{os.path.basename(path)} fails at every start of this Python: line {error['line']}: {error['error']}",
             explanation=(
                 f"site runs the import lines of the .pth files in site-packages as the interpreter starts; line {error['line']} "
                 f"of {path} raised, so site printed the error, ignored the rest of that file and went on. Whatever the file "

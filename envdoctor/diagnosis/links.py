@@ -14,11 +14,11 @@ from typing import Any, Iterable, List, Mapping, Sequence, Tuple
 from envdoctor.crash import stacks
 from envdoctor.diagnosis import link
 from envdoctor.diagnosis.evidence import all_of, cause, first, run_failed, run_of, signal_name, symptom
+from envdoctor.facts.run_describe import amount
 from envdoctor.facts.run_growth import peak_share
 from envdoctor.failures import classify_exception
 from envdoctor.knowledge.errors import by_kind
 from envdoctor.model import Cause, Finding, Severity
-from envdoctor.words import GIB, gib, mib
 
 SB3_CODE = ("/stable_baselines3/", "/sb3_contrib/")
 # Which finding explains an exception of a kind the error table has no row for; the table's rows
@@ -120,8 +120,7 @@ def memory_unused(facts: Mapping[str, Any]) -> str:
     if peak is None or peak[2] >= HALF:
         return ""
     name, used, share = peak
-    size = gib(used) if used >= GIB else mib(used)
-    return f"the command's processes peaked at {size}, {share:.0%} of the {name} limit: nothing it recorded shows memory running out"
+    return f"the command's processes peaked at {amount(used)}, {share:.0%} of the {name} limit: nothing it recorded shows memory running out"
 
 
 def exception_cause(facts: Mapping[str, Any], kind: str, said: Finding, rule: str) -> Cause:
